@@ -1,0 +1,141 @@
+# shellcheck shell=bash
+# Kernel and selftest builds. A flavour is a set of config fragments with its
+# own build directory: "debug" for tests, "bench" for benchmarks.
+
+KDEV_KSELFTESTS=$KDEV_ROOT/tests/kselftests
+KDEV_KUNIT_CONFIG=$KDEV_ROOT/tests/kunit.config
+
+# selection: the selected kselftests, one collection:test per line.
+selection()
+{
+	grep -v -e '^[[:space:]]*#' -e '^[[:space:]]*$' "$KDEV_KSELFTESTS"
+}
+
+# selection_collections: the kselftest collections (TARGETS) to build.
+selection_collections()
+{
+	selection | cut -d: -f1 | sort -u
+}
+
+# own_fragments FLAVOUR: the repo's fragments for a flavour.
+own_fragments()
+{
+	local flavour=$1
+
+	printf '%s\n' "$KDEV_ROOT/config/guest.config"
+	case "$flavour" in
+	debug)
+		printf '%s\n' "$KDEV_ROOT/config/debug.config" "$KDEV_KUNIT_CONFIG"
+		;;
+	bench)
+		;;
+	*)
+		die "unknown build flavour $flavour"
+		;;
+	esac
+}
+
+# selftest_fragments TREE: the config fragments the selected selftests declare.
+selftest_fragments()
+{
+	local tree=$1 c
+
+	selection_collections | while read -r c; do
+		if [ -f "$tree/tools/testing/selftests/$c/config" ]; then
+			printf '%s\n' "$tree/tools/testing/selftests/$c/config"
+		fi
+	done
+}
+
+# check_fragments CONFIG FRAGMENT...: every value our own fragments ask for
+# must be in the final config; a silently dropped option is a broken guest.
+check_fragments()
+{
+	local config=$1 frag line sym bad=0
+	shift
+
+	for frag in "$@"; do
+		while read -r line; do
+			case "$line" in
+			CONFIG_*=*)
+				grep -qxF -- "$line" "$config" && continue
+				;;
+			'# CONFIG_'*' is not set')
+				sym=${line#\# }
+				sym=${sym%% *}
+				grep -q "^$sym=" "$config" || continue
+				;;
+			*)
+				continue
+				;;
+			esac
+			warn "${frag#"$KDEV_ROOT"/}: '$line' is not in the final config"
+			bad=1
+		done < "$frag"
+	done
+	[ "$bad" = 0 ] || die "config fragments do not apply cleanly (dependencies missing?)"
+}
+
+# build_config TREE FLAVOUR OUT: merge the fragments on top of allnoconfig.
+build_config()
+{
+	local tree=$1 flavour=$2 out=$3 own selftest
+
+	mapfile -t own < <(own_fragments "$flavour")
+	mapfile -t selftest < <(selftest_fragments "$tree")
+	mkdir -p "$out"
+	(cd "$tree" && ARCH=x86_64 scripts/kconfig/merge_config.sh -n -O "$out" \
+		"${own[@]}" "${selftest[@]}") > "$out/merge_config.log" 2>&1 ||
+		{ tail -n 20 "$out/merge_config.log" >&2; die "merge_config.sh failed"; }
+	# The selftest fragments list options for every architecture and
+	# driver; what cannot be set here is reported, not fatal.
+	log "merge_config: $(grep -c '^Value requested for' "$out/merge_config.log" || true) selftest config values not applicable here (see $out/merge_config.log)"
+	check_fragments "$out/.config" "${own[@]}"
+}
+
+# kmake TREE OUT ARGS...: make for the kernel with ccache.
+kmake()
+{
+	local tree=$1 out=$2
+	shift 2
+
+	make -C "$tree" O="$out" ARCH=x86_64 -j"$KDEV_JOBS" -s \
+		CC="ccache gcc" HOSTCC="ccache gcc" "$@"
+}
+
+# build_kernel TREE FLAVOUR: configure and build bzImage and modules; print
+# the build directory.
+build_kernel()
+{
+	local tree=$1 flavour=$2 out start=$SECONDS
+
+	out=$KDEV_OUT/$flavour
+
+	build_config "$tree" "$flavour" "$out"
+	log "building the $flavour kernel in $out"
+	kmake "$tree" "$out" bzImage modules > "$out/build.log" 2>&1 ||
+		{ grep -E 'error|Error' "$out/build.log" | head -n 30 >&2; tail -n 20 "$out/build.log" >&2;
+		  die "kernel build failed (full log: $out/build.log)"; }
+	log "kernel built in $((SECONDS - start)) s"
+	printf '%s\n' "$out"
+}
+
+# build_selftests TREE OUT: build and install the selected collections with
+# the kernel's own kselftest install (run_kselftest.sh + kselftest-list.txt).
+build_selftests()
+{
+	local tree=$1 out=$2 targets start=$SECONDS
+
+	targets=$(selection_collections | tr '\n' ' ')
+	log "building kselftests: $targets"
+	kmake "$tree" "$out" headers > "$out/headers.log" 2>&1 ||
+		die "make headers failed (see $out/headers.log)"
+	rm -rf "$out/kselftest_install"
+	make -C "$tree/tools/testing/selftests" O="$out" -j"$KDEV_JOBS" \
+		CC="ccache gcc" TARGETS="$targets" \
+		INSTALL_PATH="$out/kselftest_install" install \
+		> "$out/kselftest-build.log" 2>&1 ||
+		{ grep -E 'error' "$out/kselftest-build.log" | head -n 30 >&2;
+		  die "kselftest build failed (see $out/kselftest-build.log)"; }
+	log "kselftests built in $((SECONDS - start)) s"
+}

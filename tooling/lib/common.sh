@@ -1,0 +1,94 @@
+# shellcheck shell=bash
+# Paths, logging and host set-up shared by every kdev command.
+#
+# Everything that is big or machine-local lives in $KDEV_CACHE, outside the
+# checkout: the downloaded base, the kernel git trees, build output, ccache
+# and the virtme-ng venv.
+
+KDEV_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+KDEV_CACHE=${KDEV_CACHE:-/var/cache/napi-kdev}
+KDEV_JOBS=${KDEV_JOBS:-$(nproc)}
+
+# shellcheck source=../../base.conf
+. "$KDEV_ROOT/base.conf"
+
+KDEV_REPO=$KDEV_CACHE/src/linux.git	# bare repo holding the base commit
+KDEV_BUILD_TREE=$KDEV_CACHE/src/build	# base + patches/, rebuilt by the tooling
+KDEV_DEV_TREE=${KDEV_DEV_TREE:-$KDEV_CACHE/src/dev}	# developers edit here
+KDEV_OUT=$KDEV_CACHE/out		# one build directory per flavour
+KDEV_VENV=$KDEV_CACHE/venv
+KDEV_BASE_TAG=base
+KDEV_DEV_BRANCH=dev
+
+export CCACHE_DIR=${CCACHE_DIR:-$KDEV_CACHE/ccache}
+export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-20G}
+
+# Identity for commits made by the tooling (base import, git am).
+KDEV_IDENT_NAME="Adaptive IRQ Project"
+KDEV_IDENT_EMAIL="adaptive-irq@example.invalid"
+
+log()
+{
+	printf '==> %s\n' "$*" >&2
+}
+
+warn()
+{
+	printf 'WARNING: %s\n' "$*" >&2
+}
+
+die()
+{
+	printf 'ERROR: %s\n' "$*" >&2
+	exit 1
+}
+
+# kgit TREE ARGS...: git in one of the kernel trees, with the tooling identity.
+kgit()
+{
+	local tree=$1
+	shift
+	git -C "$tree" -c user.name="$KDEV_IDENT_NAME" \
+		-c user.email="$KDEV_IDENT_EMAIL" "$@"
+}
+
+# Debian packages the host needs: kernel build, QEMU, and what the tests run
+# in the guest (virtme-ng shares the host root filesystem with the guest).
+KDEV_APT_PACKAGES=(
+	bc bison build-essential ccache cpio dwarves flex git kmod
+	libcap-dev libelf-dev libmnl-dev libnuma-dev libssl-dev
+	python3 python3-jsonschema python3-venv python3-yaml
+	qemu-system-x86 rsync
+	ethtool iproute2 procps socat util-linux
+)
+
+# host_deps: install what is missing. Idempotent and quiet when all is there.
+host_deps()
+{
+	local missing=() pkg
+
+	for pkg in "${KDEV_APT_PACKAGES[@]}"; do
+		dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null |
+			grep -q 'install ok installed' || missing+=("$pkg")
+	done
+	if [ ${#missing[@]} -gt 0 ]; then
+		log "installing Debian packages: ${missing[*]}"
+		apt-get update -q >/dev/null
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+			--no-install-recommends "${missing[@]}" >/dev/null
+	fi
+
+	if [ ! -x "$KDEV_VENV/bin/vng" ]; then
+		log "installing virtme-ng into $KDEV_VENV"
+		/usr/bin/python3 -m venv "$KDEV_VENV"
+		"$KDEV_VENV/bin/pip" install -q "virtme-ng==$KDEV_VNG_VERSION"
+	fi
+}
+
+KDEV_VNG_VERSION=1.42
+
+# stamp_of FILE...: a content hash that changes when any input changes.
+stamp_of()
+{
+	cat "$@" | sha256sum | cut -d' ' -f1
+}

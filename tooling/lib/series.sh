@@ -1,0 +1,153 @@
+# shellcheck shell=bash
+# The patch series: patches/series lists git format-patch files, applied in
+# order with git am on top of the base commit.
+
+KDEV_PATCHES=$KDEV_ROOT/patches
+
+# series_patches: the patch files in series order, one path per line.
+series_patches()
+{
+	local name
+
+	[ -f "$KDEV_PATCHES/series" ] || return 0
+	while read -r name; do
+		case "$name" in ''|'#'*) continue ;; esac
+		[ -f "$KDEV_PATCHES/$name" ] ||
+			die "patches/series names $name, which does not exist"
+		printf '%s\n' "$KDEV_PATCHES/$name"
+	done < "$KDEV_PATCHES/series"
+}
+
+# series_stamp: changes whenever the base or any patch changes.
+series_stamp()
+{
+	{
+		base_version
+		series_patches | while read -r p; do sha256sum < "$p"; done
+	} | sha256sum | cut -d' ' -f1
+}
+
+# series_apply TREE [COUNT]: reset TREE to the base and git am the first COUNT
+# patches (all by default). A patch that does not apply stops everything and
+# is named.
+series_apply()
+{
+	local tree=$1 count=${2:-} n=0 patch
+
+	kgit "$tree" am --abort >/dev/null 2>&1 || true
+	kgit "$tree" checkout -q --detach "$KDEV_BASE_TAG"
+	kgit "$tree" reset -q --hard "$KDEV_BASE_TAG"
+	kgit "$tree" clean -q -fdx
+	while read -r patch; do
+		[ -n "$patch" ] || continue
+		n=$((n + 1))
+		if [ -n "$count" ] && [ "$n" -gt "$count" ]; then
+			break
+		fi
+		if ! kgit "$tree" am -q --committer-date-is-author-date \
+				"$patch" >&2; then
+			kgit "$tree" am --abort >/dev/null 2>&1 || true
+			die "patch ${patch#"$KDEV_ROOT"/} does not apply to the base plus the patches before it"
+		fi
+	done < <(series_patches)
+}
+
+# series_build_tree: the tooling's own tree, base + patches/, re-applied only
+# when patches/ or the base changed (unchanged files keep their mtime, so the
+# kernel build stays incremental).
+series_build_tree()
+{
+	local stamp state=$KDEV_CACHE/state/build-tree.stamp
+
+	base_import
+	base_worktree "$KDEV_BUILD_TREE"
+	stamp=$(series_stamp)
+	if [ -f "$state" ] && [ "$(cat "$state")" = "$stamp" ] &&
+	   [ -z "$(git -C "$KDEV_BUILD_TREE" status --porcelain --untracked-files=no)" ]; then
+		return 0
+	fi
+	log "applying $(series_patches | wc -l) patches to the build tree"
+	rm -f "$state"
+	series_apply "$KDEV_BUILD_TREE"
+	mkdir -p "$(dirname "$state")"
+	printf '%s\n' "$stamp" > "$state"
+}
+
+# series_dev_tree [--force]: the developers' tree, on branch $KDEV_DEV_BRANCH
+# = base + patches/. Refuses to throw away commits or edits not yet exported.
+series_dev_tree()
+{
+	local force=${1:-}
+
+	base_import
+	if [ -e "$KDEV_DEV_TREE/.git" ] && [ "$force" != --force ]; then
+		if [ -n "$(git -C "$KDEV_DEV_TREE" status --porcelain)" ]; then
+			die "$KDEV_DEV_TREE has uncommitted changes; commit and export them, or use --force"
+		fi
+		if ! series_exported_is_current; then
+			die "$KDEV_DEV_TREE has commits that are not in patches/; run 'kdev export' first, or use --force"
+		fi
+	fi
+	if [ ! -e "$KDEV_DEV_TREE/.git" ]; then
+		git --git-dir="$KDEV_REPO" worktree prune
+		git --git-dir="$KDEV_REPO" worktree add -q -B "$KDEV_DEV_BRANCH" \
+			"$KDEV_DEV_TREE" "$KDEV_BASE_TAG"
+	fi
+	kgit "$KDEV_DEV_TREE" checkout -q -B "$KDEV_DEV_BRANCH" "$KDEV_BASE_TAG"
+	series_apply "$KDEV_DEV_TREE"
+	kgit "$KDEV_DEV_TREE" checkout -q -B "$KDEV_DEV_BRANCH"
+	log "developer tree ready: $KDEV_DEV_TREE (branch $KDEV_DEV_BRANCH, $(series_patches | wc -l) patches on $KDEV_BASE_TAG)"
+}
+
+# series_format DIR: write the dev tree's commits on the base as patches into
+# DIR, in a form that does not change unless the commit does.
+series_format()
+{
+	git -C "$KDEV_DEV_TREE" format-patch -q -N --zero-commit --no-signature \
+		--no-thread --no-cover-letter -o "$1" \
+		"$KDEV_BASE_TAG..$KDEV_DEV_BRANCH" >/dev/null
+}
+
+# series_exported_is_current: patches/ equals what the dev tree would export.
+series_exported_is_current()
+{
+	local tmp rc=0
+
+	tmp=$(mktemp -d)
+	series_format "$tmp"
+	find "$tmp" -maxdepth 1 -name '*.patch' -printf '%f\n' | sort > "$tmp/series"
+	diff -q "$tmp/series" <(series_names) >/dev/null || rc=1
+	if [ "$rc" = 0 ]; then
+		while read -r name; do
+			cmp -s "$tmp/$name" "$KDEV_PATCHES/$name" || { rc=1; break; }
+		done < "$tmp/series"
+	fi
+	rm -rf "$tmp"
+	return "$rc"
+}
+
+# series_names: the names listed in patches/series.
+series_names()
+{
+	series_patches | while read -r p; do basename "$p"; done
+}
+
+# series_export: replace patches/ with the dev tree's commits.
+series_export()
+{
+	local tmp
+
+	[ -e "$KDEV_DEV_TREE/.git" ] || die "no developer tree; run 'kdev tree' first"
+	[ "$(git -C "$KDEV_DEV_TREE" rev-parse --abbrev-ref HEAD)" = "$KDEV_DEV_BRANCH" ] ||
+		die "$KDEV_DEV_TREE is not on branch $KDEV_DEV_BRANCH"
+	[ -z "$(git -C "$KDEV_DEV_TREE" status --porcelain --untracked-files=no)" ] ||
+		die "$KDEV_DEV_TREE has uncommitted changes; commit them first"
+
+	tmp=$(mktemp -d)
+	series_format "$tmp"
+	find "$KDEV_PATCHES" -maxdepth 1 -name '*.patch' -delete
+	find "$tmp" -maxdepth 1 -name '*.patch' -printf '%f\n' | sort > "$KDEV_PATCHES/series"
+	find "$tmp" -maxdepth 1 -name '*.patch' -exec mv -t "$KDEV_PATCHES" {} +
+	rm -rf "$tmp"
+	log "exported $(wc -l < "$KDEV_PATCHES/series") patches to patches/"
+}

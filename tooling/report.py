@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Turn one guest test run into a table of results and a verdict.
+
+Inputs, all from the run's results directory:
+  kselftest.ktap  output of run_kselftest.sh (KTAP, one top-level line a test)
+  dmesg.txt       the guest kernel log (KUnit KTAP, splats)
+  console.log     the whole QEMU console (splats, if the guest died early)
+
+Every selected kselftest must report; a missing result is a failure. The
+kernel log must be free of splats. The last line printed is
+"N passed, N failed, N skipped"; the exit status is 1 if anything failed.
+"""
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+TIMESTAMP = re.compile(r"^\[\s*\d+\.\d+\] ?")
+RESULT = re.compile(r"^(?P<indent>\s*)(?P<not>not )?ok \d+ (?P<name>[^#]*?)\s*"
+                    r"(?:#\s*(?P<directive>.*))?$")
+SUBTEST = re.compile(r"^(?P<indent>\s*)# Subtest: (?P<name>\S+)")
+KSFT_TOP = re.compile(r"^selftests: (?P<coll>\S+): (?P<test>\S+)$")
+
+# What a kernel splat looks like in the log. Lockdep and KASAN reports
+# start with "WARNING:" and "BUG:" lines; the rest are listed explicitly.
+SPLAT = re.compile(
+    r"WARNING:|BUG:|Oops|Kernel panic|general protection fault|"
+    r"kernel BUG at|UBSAN:|INFO: task .* blocked for more than|"
+    r"rcu: INFO: .*detected stall|self-detected stall|"
+    r"possible recursive locking|possible circular locking|"
+    r"inconsistent lock state|suspicious RCU usage")
+
+
+class Result:
+    def __init__(self, name, status, note=""):
+        self.name = name
+        self.status = status    # "pass", "fail" or "skip"
+        self.note = note
+
+
+def read_lines(path):
+    try:
+        return Path(path).read_text(errors="replace").splitlines()
+    except FileNotFoundError:
+        return None
+
+
+def directive_status(is_not, directive):
+    directive = (directive or "").strip()
+    if directive.upper().startswith("SKIP"):
+        return "skip", directive[4:].strip(" :")
+    if is_not:
+        return "fail", directive
+    return "pass", ""
+
+
+def skip_reason(body):
+    """The most specific reason a skipped kselftest gave in its output."""
+    for line in reversed(body):
+        text = line.lstrip("# ").strip()
+        if "SKIP" in text.upper() and text.upper() not in ("SKIP", "# SKIP"):
+            return text
+    return body[-1].lstrip("# ").strip() if body else ""
+
+
+def parse_kselftest(lines):
+    """Top-level results of run_kselftest.sh; nested lines are '# '-prefixed."""
+    results = {}
+    body = []
+    for line in lines:
+        if line.startswith("#"):
+            body.append(line)
+            continue
+        m = RESULT.match(line)
+        if not m or m.group("indent"):
+            continue
+        top = KSFT_TOP.match(m.group("name").strip())
+        if not top:
+            continue
+        name = f"{top.group('coll')}:{top.group('test')}"
+        status, note = directive_status(m.group("not"), m.group("directive"))
+        if status == "skip":
+            note = skip_reason(body) or note
+        elif status == "fail":
+            note = note or "failed"
+        results[name] = Result("kselftest " + name, status, note)
+        body = []
+    return results
+
+
+def parse_kunit(lines):
+    """KUnit test cases (level-1 results) from the kernel log."""
+    results = []
+    suites = {}
+    for raw in lines:
+        line = TIMESTAMP.sub("", raw)
+        m = SUBTEST.match(line)
+        if m:
+            suites[len(m.group("indent")) // 4] = m.group("name")
+            continue
+        m = RESULT.match(line)
+        if not m or len(m.group("indent")) // 4 != 1:
+            continue
+        suite = suites.get(1, "?")
+        status, note = directive_status(m.group("not"), m.group("directive"))
+        results.append(Result(f"kunit {suite}.{m.group('name').strip()}",
+                              status, note))
+    return results
+
+
+def find_splats(*logs):
+    seen = []
+    for lines in logs:
+        for line in lines or []:
+            if SPLAT.search(line):
+                text = TIMESTAMP.sub("", line).strip()
+                if text not in seen:
+                    seen.append(text)
+    return seen
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("results", help="results directory of the guest run")
+    ap.add_argument("--expect", action="append", default=[],
+                    help="a selected kselftest, collection:test")
+    ap.add_argument("--kunit-expected", action="store_true",
+                    help="KUnit suites are built in and must report")
+    ap.add_argument("--guest-status", type=int, default=0,
+                    help="exit status of the guest run")
+    args = ap.parse_args()
+    res = Path(args.results)
+
+    rows = []
+    ktap = read_lines(res / "kselftest.ktap")
+    dmesg = read_lines(res / "dmesg.txt")
+    console = read_lines(res / "console.log")
+
+    ksft = parse_kselftest(ktap or [])
+    for name in args.expect:
+        rows.append(ksft.pop(name, None) or
+                    Result("kselftest " + name, "fail", "no result reported"))
+    rows.extend(ksft.values())
+
+    kunit = parse_kunit(dmesg if dmesg is not None else console or [])
+    rows.extend(kunit)
+    if args.kunit_expected and not kunit:
+        rows.append(Result("kunit", "fail", "no KUnit results in the kernel log"))
+
+    finished = dmesg is not None
+    reason = ("guest did not finish: timed out" if args.guest_status == 124
+              else f"guest did not finish (exit {args.guest_status})")
+    rows.append(Result("guest run completed",
+                       "pass" if finished else "fail",
+                       "" if finished else reason))
+
+    splats = find_splats(dmesg, console)
+    rows.append(Result("kernel log free of splats",
+                       "fail" if splats else "pass",
+                       splats[0] if splats else ""))
+
+    width = max(len(r.name) for r in rows)
+    print(f"{'test':<{width}}  result  note")
+    for r in rows:
+        print(f"{r.name:<{width}}  {r.status:<6}  {r.note}".rstrip())
+
+    failed = [r for r in rows if r.status == "fail"]
+    if failed:
+        print()
+        print(f"FAILED ({len(failed)}); full guest log: {res / 'console.log'}")
+        for r in failed:
+            print(f"  {r.name}: {r.note}")
+        for s in splats[1:6]:
+            print(f"  splat: {s}")
+    counts = {s: sum(r.status == s for r in rows) for s in ("pass", "fail", "skip")}
+    print(f"{counts['pass']} passed, {counts['fail']} failed, "
+          f"{counts['skip']} skipped")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
