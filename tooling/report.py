@@ -22,6 +22,9 @@ RESULT = re.compile(r"^(?P<indent>\s*)(?P<not>not )?ok \d+ (?P<name>[^#]*?)\s*"
                     r"(?:#\s*(?P<directive>.*))?$")
 SUBTEST = re.compile(r"^(?P<indent>\s*)# Subtest: (?P<name>\S+)")
 KSFT_TOP = re.compile(r"^selftests: (?P<coll>\S+): (?P<test>\S+)$")
+# A test's own KTAP results, as the runner prints them: "# ok 1 name".
+KSFT_CASE = re.compile(r"^# (?P<not>not )?ok \d+ (?P<name>[^#]*?)\s*"
+                       r"(?:#\s*(?P<directive>.*))?$")
 
 # What a kernel splat looks like in the log. Lockdep and KASAN reports
 # start with "WARNING:" and "BUG:" lines; the rest are listed explicitly.
@@ -65,8 +68,25 @@ def skip_reason(body):
     return body[-1].lstrip("# ").strip() if body else ""
 
 
+def parse_cases(name, body):
+    """The test cases a kselftest reported in its own KTAP output."""
+    cases = []
+    for line in body:
+        m = KSFT_CASE.match(line)
+        if not m:
+            continue
+        status, note = directive_status(m.group("not"), m.group("directive"))
+        cases.append(Result(f"  {name} / {m.group('name').strip()}",
+                            status, note))
+    return cases
+
+
 def parse_kselftest(lines):
-    """Top-level results of run_kselftest.sh; nested lines are '# '-prefixed."""
+    """Results of run_kselftest.sh, {collection:test: [test, its cases...]}.
+
+    Nested output is '# '-prefixed. A test's cases are listed as rows of
+    their own, so that a case skipped inside a passing test is visible.
+    """
     results = {}
     body = []
     for line in lines:
@@ -85,7 +105,8 @@ def parse_kselftest(lines):
             note = skip_reason(body) or note
         elif status == "fail":
             note = note or "failed"
-        results[name] = Result("kselftest " + name, status, note)
+        results[name] = [Result("kselftest " + name, status, note)]
+        results[name] += parse_cases(name, body)
         body = []
     return results
 
@@ -140,9 +161,10 @@ def main():
 
     ksft = parse_kselftest(ktap or [])
     for name in args.expect:
-        rows.append(ksft.pop(name, None) or
-                    Result("kselftest " + name, "fail", "no result reported"))
-    rows.extend(ksft.values())
+        rows.extend(ksft.pop(name, None) or
+                    [Result("kselftest " + name, "fail", "no result reported")])
+    for extra in ksft.values():
+        rows.extend(extra)
 
     kunit = parse_kunit(dmesg if dmesg is not None else console or [])
     rows.extend(kunit)

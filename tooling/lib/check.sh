@@ -6,6 +6,35 @@
 # It walks the tooling's own build tree and debug build directory, so it
 # shares their ccache hits, and leaves both at the full series.
 
+# checkpatch_head TREE: checkpatch --strict on the tree's HEAD commit. Files
+# written by the YNL code generator (marked "YNL-GEN") are left out: they
+# must not be edited by hand, and check_generated covers them instead.
+checkpatch_head()
+{
+	local tree=$1 f excludes=()
+
+	while read -r f; do
+		if [ -f "$tree/$f" ] && grep -q '^/\* YNL-GEN' "$tree/$f"; then
+			excludes+=(":(exclude)$f")
+		fi
+	done < <(git -C "$tree" diff --name-only HEAD~1 HEAD)
+	git -C "$tree" format-patch -1 --stdout HEAD -- . "${excludes[@]}" |
+		(cd "$tree" && scripts/checkpatch.pl --strict -q --no-summary -)
+}
+
+# check_generated TREE: the generated netlink code matches its YNL specs.
+check_generated()
+{
+	local tree=$1
+
+	(cd "$tree" && PATH=/usr/bin:$PATH tools/net/ynl/ynl-regen.sh -f) >/dev/null
+	if [ -n "$(git -C "$tree" status --porcelain --untracked-files=no)" ]; then
+		git -C "$tree" status --short --untracked-files=no >&2
+		kgit "$tree" checkout -q -- .
+		die "generated netlink code differs from what tools/net/ynl/ynl-regen.sh makes of the specs"
+	fi
+}
+
 check_series()
 {
 	local patch n=0 bad=0 total start=$SECONDS
@@ -24,8 +53,7 @@ check_series()
 		kgit "$KDEV_BUILD_TREE" am -q --committer-date-is-author-date "$patch" >&2 ||
 			{ kgit "$KDEV_BUILD_TREE" am --abort >/dev/null 2>&1 || true;
 			  die "$(basename "$patch") does not apply"; }
-		if ! (cd "$KDEV_BUILD_TREE" &&
-		      scripts/checkpatch.pl --strict -q --no-summary "$patch") >&2; then
+		if ! checkpatch_head "$KDEV_BUILD_TREE" >&2; then
 			warn "checkpatch --strict complains about $(basename "$patch")"
 			bad=1
 		fi
@@ -33,6 +61,7 @@ check_series()
 			die "the kernel does not build after $(basename "$patch")"
 	done < <(series_patches)
 
+	check_generated "$KDEV_BUILD_TREE"
 	mkdir -p "$(dirname "$state")"
 	series_stamp > "$state"
 	[ "$bad" = 0 ] || die "series check failed: checkpatch"
