@@ -32,7 +32,34 @@ nsim_pair_setup 4
 ip -n "$NSIM_NS_A" -br link show dev "$NSIM_DEV_A"
 ip -n "$NSIM_NS_B" -br link show dev "$NSIM_DEV_B"
 
+# napi_dump: the NAPIs of device A, one line each.
+napi_dump()
+{
+	ynl "$NSIM_NS_A" --dump napi-get --json "{\"ifindex\": $NSIM_IFINDEX_A}" |
+		python3 -c 'import ast, sys
+for n in sorted(ast.literal_eval(sys.stdin.read()), key=lambda n: n["id"]):
+    print("  " + ", ".join(f"{k}={n[k]}" for k in sorted(n)))'
+}
+
 step "napi-get (dump) for $NSIM_DEV_A through the in-tree YNL CLI"
-ynl "$NSIM_NS_A" --dump napi-get --json "{\"ifindex\": $NSIM_IFINDEX_A}"
+napi_dump
+
+first=$(ynl "$NSIM_NS_A" --dump napi-get --json "{\"ifindex\": $NSIM_IFINDEX_A}" |
+	python3 -c 'import ast, sys; print(min(n["id"] for n in ast.literal_eval(sys.stdin.read())))')
+step "napi-set on NAPI $first only: defer-hard-irqs 100, gro-flush-timeout 20000"
+ynl "$NSIM_NS_A" --do napi-set \
+	--json "{\"id\": $first, \"defer-hard-irqs\": 100, \"gro-flush-timeout\": 20000}"
+napi_dump
+
+step "ip link set down/up and ethtool -L combined 2 then 4: IDs and settings stay"
+ip -n "$NSIM_NS_A" link set dev "$NSIM_DEV_A" down
+ip -n "$NSIM_NS_A" link set dev "$NSIM_DEV_A" up
+ip netns exec "$NSIM_NS_A" ethtool -L "$NSIM_DEV_A" combined 2
+ip netns exec "$NSIM_NS_A" ethtool -L "$NSIM_DEV_A" combined 4
+napi_dump
+
+step "sysfs napi_defer_hard_irqs=5 sets every NAPI of the device"
+ip netns exec "$NSIM_NS_A" sh -c "echo 5 > /sys/class/net/$NSIM_DEV_A/napi_defer_hard_irqs"
+napi_dump
 
 nsim_pair_cleanup

@@ -25,7 +25,7 @@ guest_vng()
 	shift
 
 	qopts=$(guest_qemu_opts)
-	"$KDEV_VENV/bin/vng" --run "$out" --mods=auto \
+	"$KDEV_VENV/bin/vng" --run "$out" \
 		--disable-microvm --disable-kvm \
 		--cpus "$KDEV_GUEST_CPUS" --memory "$KDEV_GUEST_MEM" \
 		${qopts:+--qemu-opts="$qopts"} "$@"
