@@ -3,7 +3,7 @@
 """Turn one guest test run into a table of results and a verdict.
 
 Inputs, all from the run's results directory:
-  kselftest.ktap  output of run_kselftest.sh (KTAP, one top-level line a test)
+  kselftest-NN.ktap  output of run_kselftest.sh for one test each
   dmesg.txt       the guest kernel log (KUnit KTAP, splats)
   console.log     the whole QEMU console (splats, if the guest died early)
 
@@ -82,22 +82,17 @@ def parse_cases(name, body):
 
 
 def parse_kselftest(lines):
-    """Results of run_kselftest.sh, {collection:test: [test, its cases...]}.
+    """One run_kselftest.sh run of one test: [test, its cases...] or [].
 
-    Nested output is '# '-prefixed. A test's cases are listed as rows of
-    their own, so that a case skipped inside a passing test is visible.
+    The test's own output is '# '-prefixed and may come before or after
+    the runner's result line. Its cases are listed as rows of their own, so
+    that a case skipped inside a passing test is visible.
     """
-    results = {}
-    body = []
+    body = [line for line in lines if line.startswith("#")]
     for line in lines:
-        if line.startswith("#"):
-            body.append(line)
-            continue
         m = RESULT.match(line)
-        if not m or m.group("indent"):
-            continue
-        top = KSFT_TOP.match(m.group("name").strip())
-        if not top:
+        top = KSFT_TOP.match(m.group("name").strip()) if m else None
+        if not top or m.group("indent"):
             continue
         name = f"{top.group('coll')}:{top.group('test')}"
         status, note = directive_status(m.group("not"), m.group("directive"))
@@ -105,10 +100,9 @@ def parse_kselftest(lines):
             note = skip_reason(body) or note
         elif status == "fail":
             note = note or "failed"
-        results[name] = [Result("kselftest " + name, status, note)]
-        results[name] += parse_cases(name, body)
-        body = []
-    return results
+        return name, [Result("kselftest " + name, status, note)] + \
+            parse_cases(name, body)
+    return None, []
 
 
 def parse_kunit(lines):
@@ -155,11 +149,14 @@ def main():
     res = Path(args.results)
 
     rows = []
-    ktap = read_lines(res / "kselftest.ktap")
+    ksft = {}
+    for path in sorted(res.glob("kselftest-*.ktap")):
+        name, rows_of_test = parse_kselftest(read_lines(path))
+        if name:
+            ksft[name] = rows_of_test
     dmesg = read_lines(res / "dmesg.txt")
     console = read_lines(res / "console.log")
 
-    ksft = parse_kselftest(ktap or [])
     for name in args.expect:
         rows.extend(ksft.pop(name, None) or
                     [Result("kselftest " + name, "fail", "no result reported")])

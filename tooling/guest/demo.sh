@@ -1,11 +1,12 @@
 #!/bin/bash
 # Runs inside the guest: shows the patched kernel at work.
 #
-# usage: demo.sh KERNEL_TREE
+# usage: demo.sh KERNEL_TREE KSELFTEST_INSTALL_DIR
 set -euo pipefail
 
 tree=$1
-export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+ksft=$2
+export PATH=${KDEV_GUEST_PATH:+$KDEV_GUEST_PATH:}/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
 # shellcheck source=tooling/guest/nsim.sh
 . "$(dirname "$0")/nsim.sh"
@@ -63,3 +64,8 @@ ip netns exec "$NSIM_NS_A" sh -c "echo 5 > /sys/class/net/$NSIM_DEV_A/napi_defer
 napi_dump
 
 nsim_pair_cleanup
+
+step "IRQ suspension on a netdevsim pair (busy_poll_test.sh): softirq polls of"
+echo "the receiving NAPI with and without suspension, the NAPI timer left once"
+echo "the application is idle or gone, the socket queue while it is stalled"
+(cd "$ksft/net" && ./busy_poll_test.sh) | grep -E '^(ok|not ok|# (plain|suspend|softirq|idle|close|stall))'

@@ -12,17 +12,22 @@ results=$1
 ksft=$2
 shift 2
 
-export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+# Tools the host installed for the guest (see host_guest_tools) come first.
+export PATH=${KDEV_GUEST_PATH:+$KDEV_GUEST_PATH:}/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 mkdir -p "$results"
 uname -r > "$results/uname.txt"
 
-args=()
-for t in "$@"; do
-	args+=(-t "$t")
-done
-
+# One run_kselftest.sh per test: the runner prints a test's own output
+# through a buffered filter, so in a combined run it would come out after
+# later tests' results. Each test's KTAP goes to a file of its own.
+n=0
 echo "kdev-guest: running $# kselftests"
-(cd "$ksft" && ./run_kselftest.sh "${args[@]}") > "$results/kselftest.ktap" 2>&1
-echo "kdev-guest: kselftests done (exit $?)"
+for t in "$@"; do
+	n=$((n + 1))
+	echo "kdev-guest: $t"
+	(cd "$ksft" && ./run_kselftest.sh -t "$t") \
+		> "$results/kselftest-$(printf %02d "$n").ktap" 2>&1
+done
+echo "kdev-guest: kselftests done"
 dmesg > "$results/dmesg.txt"
 echo "kdev-guest: done"

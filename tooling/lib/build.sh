@@ -8,13 +8,22 @@ KDEV_KUNIT_CONFIG=$KDEV_ROOT/tests/kunit.config
 # selection: the selected kselftests, one collection:test per line.
 selection()
 {
-	grep -v -e '^[[:space:]]*#' -e '^[[:space:]]*$' "$KDEV_KSELFTESTS"
+	grep -v -e '^[[:space:]]*#' -e '^[[:space:]]*$' -e '^only ' "$KDEV_KSELFTESTS"
 }
 
 # selection_collections: the kselftest collections (TARGETS) to build.
 selection_collections()
 {
 	selection | cut -d: -f1 | sort -u
+}
+
+# selection_only COLLECTION: for a collection restricted with an
+# "only COLLECTION HELPER..." line, the helper programs its selected tests
+# need; fails for a collection that is built whole.
+selection_only()
+{
+	awk -v c="$1" '$1 == "only" && $2 == c { $1 = $2 = ""; print; found = 1 }
+		       END { exit !found }' "$KDEV_KSELFTESTS"
 }
 
 # own_fragments FLAVOUR: the repo's fragments for a flavour.
@@ -120,27 +129,58 @@ build_kernel()
 	printf '%s\n' "$out"
 }
 
+# selftest_restrict TREE OUT COLLECTION: make variables that limit a
+# restricted collection to its selected tests and their helpers (nothing for
+# a collection built whole). Set on the command line, they replace the
+# collection's own lists, so programs carry lib.mk's $(OUTPUT)/ prefix.
+selftest_restrict()
+{
+	local tree=$1 output=$2/kselftest/$3 c=$3 helpers t h
+	local progs=() gen=() files=()
+
+	helpers=$(selection_only "$c") || return 0
+	while IFS=: read -r _ t; do
+		if [ -e "$tree/tools/testing/selftests/$c/$t" ]; then
+			progs+=("$t")
+		else
+			gen+=("$output/$t")
+		fi
+	done < <(selection | grep "^$c:")
+	for h in $helpers; do
+		files+=("$output/$h")
+	done
+	# net/lib is installed with the collections that use it whole.
+	printf '%s\n' "TEST_PROGS=${progs[*]}" "TEST_GEN_PROGS=${gen[*]}" \
+		"TEST_GEN_PROGS_EXTENDED=" "TEST_GEN_FILES=${files[*]}" \
+		"SKIP_TARGETS=net/lib"
+}
+
 # build_selftests TREE OUT: build and install the selected collections with
-# the kernel's own kselftest install (run_kselftest.sh + kselftest-list.txt).
+# the kernel's own kselftest install (run_kselftest.sh + kselftest-list.txt),
+# one collection at a time so that a restricted one gets its own variables.
 build_selftests()
 {
-	local tree=$1 out=$2 targets start=$SECONDS
+	local tree=$1 out=$2 inst=$2/kselftest_install c start=$SECONDS
+	local list restrict
 
-	targets=$(selection_collections | tr '\n' ' ')
-	log "building kselftests: $targets"
+	log "building kselftests: $(selection_collections | tr '\n' ' ')"
 	kmake "$tree" "$out" headers > "$out/headers.log" 2>&1 ||
 		die "make headers failed (see $out/headers.log)"
-	rm -rf "$out/kselftest_install"
-	# Keep going past programs of a collection that do not build here
-	# (e.g. a missing library): the selected tests are checked below.
-	make -k -C "$tree/tools/testing/selftests" O="$out" -j"$KDEV_JOBS" \
-		CC="ccache gcc" TARGETS="$targets" \
-		INSTALL_PATH="$out/kselftest_install" install \
-		> "$out/kselftest-build.log" 2>&1 || true
-	grep -E '^make.*\*\*\* .*Error' "$out/kselftest-build.log" |
-		sed 's/^/    /' | sort -u >&2 || true
+	rm -rf "$inst"
+	list=$(mktemp)
+	: > "$out/kselftest-build.log"
+	for c in $(selection_collections); do
+		mapfile -t restrict < <(selftest_restrict "$tree" "$out" "$c")
+		make -C "$tree/tools/testing/selftests" O="$out" -j"$KDEV_JOBS" \
+			CC="ccache gcc" TARGETS="$c" INSTALL_PATH="$inst" \
+			"${restrict[@]}" install >> "$out/kselftest-build.log" 2>&1 ||
+			warn "kselftest collection $c did not build whole (see $out/kselftest-build.log)"
+		cat "$inst/kselftest-list.txt" >> "$list" 2>/dev/null || true
+	done
+	mv "$list" "$inst/kselftest-list.txt"
+	chmod 644 "$inst/kselftest-list.txt"
 	selection | while IFS=: read -r c t; do
-		[ -e "$out/kselftest_install/$c/$t" ] ||
+		[ -e "$inst/$c/$t" ] ||
 			warn "selected kselftest $c:$t was not built (see $out/kselftest-build.log)"
 	done
 	log "kselftests built in $((SECONDS - start)) s"

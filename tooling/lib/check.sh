@@ -18,8 +18,11 @@ checkpatch_head()
 			excludes+=(":(exclude)$f")
 		fi
 	done < <(git -C "$tree" diff --name-only HEAD~1 HEAD)
+	# stderr: spdxcheck.py cannot use a worktree of a bare repository
+	# and says so on every new file; the licence tags are still parsed.
 	git -C "$tree" format-patch -1 --stdout HEAD -- . "${excludes[@]}" |
-		(cd "$tree" && scripts/checkpatch.pl --strict -q --no-summary -)
+		(cd "$tree" && scripts/checkpatch.pl --strict -q --no-summary - \
+			2>>"$KDEV_CACHE/checkpatch.stderr")
 }
 
 # check_generated TREE: the generated netlink code matches its YNL specs.

@@ -83,6 +83,45 @@ host_deps()
 		/usr/bin/python3 -m venv "$KDEV_VENV"
 		"$KDEV_VENV/bin/pip" install -q "virtme-ng==$KDEV_VNG_VERSION"
 	fi
+	host_guest_tools
+}
+
+# Programs the guest runs that must be newer than Debian 12's: ethtool 6.1
+# cannot show all the coalescing and pause settings a 6.12 kernel reports,
+# which the netdevsim ethtool tests check. Debian 13 (trixie) builds it
+# against a glibc that Debian 12 has; unpacked into the cache, not
+# installed, it is put first in the guest's PATH.
+KDEV_GUEST_TOOLS=$KDEV_CACHE/guest-tools
+KDEV_GUEST_PATH=$KDEV_GUEST_TOOLS/usr/sbin:$KDEV_GUEST_TOOLS/usr/bin
+KDEV_GUEST_TOOLS_SUITE=trixie
+KDEV_GUEST_TOOLS_PACKAGES=(ethtool)
+
+# host_guest_tools: unpack the guest's newer tools, once.
+host_guest_tools()
+{
+	local lists=$KDEV_CACHE/apt-$KDEV_GUEST_TOOLS_SUITE sources pkg deb
+
+	[ -f "$KDEV_GUEST_TOOLS/.done" ] && return 0
+	log "fetching ${KDEV_GUEST_TOOLS_PACKAGES[*]} from Debian $KDEV_GUEST_TOOLS_SUITE for the guest"
+	mkdir -p "$lists/lists/partial" "$KDEV_GUEST_TOOLS"
+	sources=$lists/debian.sources
+	printf '%s\n' 'Types: deb' 'URIs: http://deb.debian.org/debian' \
+		"Suites: $KDEV_GUEST_TOOLS_SUITE" 'Components: main' \
+		'Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg' > "$sources"
+	local apt_opts=(-q -o Dir::Etc::sourcelist="$sources"
+			-o Dir::Etc::sourceparts=- -o Dir::State::Lists="$lists/lists"
+			-o APT::Get::List-Cleanup=0)
+	apt-get "${apt_opts[@]}" update >/dev/null
+	for pkg in "${KDEV_GUEST_TOOLS_PACKAGES[@]}"; do
+		(cd "$lists" && apt-get "${apt_opts[@]}" download "$pkg" >/dev/null 2>&1) ||
+			die "cannot download $pkg from Debian $KDEV_GUEST_TOOLS_SUITE"
+		deb=$(find "$lists" -maxdepth 1 -name "${pkg}_*.deb" | head -n 1)
+		dpkg-deb -x "$deb" "$KDEV_GUEST_TOOLS"
+		log "  $pkg $(dpkg-deb -f "$deb" Version)"
+	done
+	"$KDEV_GUEST_TOOLS/usr/sbin/ethtool" --version >/dev/null ||
+		die "$KDEV_GUEST_TOOLS_SUITE's ethtool does not run here"
+	touch "$KDEV_GUEST_TOOLS/.done"
 }
 
 KDEV_VNG_VERSION=1.42

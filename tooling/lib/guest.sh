@@ -1,7 +1,11 @@
 # shellcheck shell=bash
 # Booting a built kernel under QEMU (TCG) with virtme-ng. The guest sees the
 # host root filesystem read-only; only the directories given with --rwdir
-# are writable.
+# are writable. virtme-ng mounts tmpfs over some host paths (/var/cache,
+# /var/log, ...), so the cache is mounted into the guest explicitly, and a
+# run's results directory is writable at $KDEV_GUEST_RESULTS.
+
+KDEV_GUEST_RESULTS=/run/kdev-results
 
 KDEV_GUEST_CPUS=${KDEV_GUEST_CPUS:-2}
 KDEV_GUEST_MEM=${KDEV_GUEST_MEM:-2G}
@@ -25,23 +29,27 @@ guest_vng()
 	shift
 
 	qopts=$(guest_qemu_opts)
-	"$KDEV_VENV/bin/vng" --run "$out" \
+	# vng runs virtme-run and friends from PATH
+	PATH="$KDEV_VENV/bin:$PATH" "$KDEV_VENV/bin/vng" --run "$out" \
 		--disable-microvm --disable-kvm \
 		--cpus "$KDEV_GUEST_CPUS" --memory "$KDEV_GUEST_MEM" \
+		--rodir="$KDEV_CACHE" \
 		${qopts:+--qemu-opts="$qopts"} "$@"
 }
 
-# guest_exec OUT RWDIR LOG CMD...: run CMD in the guest, non-interactively,
-# with RWDIR writable; the whole console (kernel log included) goes to LOG.
-# Returns the exit status of the guest run (124 on timeout).
+# guest_exec OUT RESULTS LOG CMD...: run CMD in the guest, non-interactively,
+# with host directory RESULTS writable as $KDEV_GUEST_RESULTS; the whole
+# console (kernel log included) goes to LOG. Returns the exit status of the
+# guest run (124 on timeout).
 guest_exec()
 {
-	local out=$1 rwdir=$2 console=$3 rc=0
+	local out=$1 results=$2 console=$3 rc=0
 	shift 3
 
 	# timeout(1) needs a program, not a shell function: re-enter kdev.
 	timeout -k 30 "$KDEV_GUEST_TIMEOUT" \
-		"$KDEV_ROOT/kdev" __vng "$out" --verbose --rwdir="$rwdir" \
+		"$KDEV_ROOT/kdev" __vng "$out" --verbose \
+		--rwdir="$KDEV_GUEST_RESULTS=$results" \
 		--exec "$(printf '%q ' "$@")" < /dev/null > "$console" 2>&1 || rc=$?
 	return "$rc"
 }

@@ -132,6 +132,20 @@ series_names()
 	series_patches | while read -r p; do basename "$p"; done
 }
 
+# series_warn_ignored: Debian's top-level .gitignore ignores every new file
+# ("/*"), so "git add" skips new files silently; name any left behind.
+series_warn_ignored()
+{
+	local f
+
+	git -C "$KDEV_DEV_TREE" status --porcelain --ignored=matching \
+		--untracked-files=all |
+		sed -n 's/^!! //p' | grep -v -e '__pycache__/' -e '\.py[co]$' -e '\.[oad]$' -e '^tools/net/ynl/generated/' |
+		while read -r f; do
+			warn "$f is ignored by Debian's .gitignore and in no commit (git add -f it)"
+		done
+}
+
 # series_export: replace patches/ with the dev tree's commits.
 series_export()
 {
@@ -143,6 +157,7 @@ series_export()
 	[ -z "$(git -C "$KDEV_DEV_TREE" status --porcelain --untracked-files=no)" ] ||
 		die "$KDEV_DEV_TREE has uncommitted changes; commit them first"
 
+	series_warn_ignored
 	tmp=$(mktemp -d)
 	series_format "$tmp"
 	find "$KDEV_PATCHES" -maxdepth 1 -name '*.patch' -delete
