@@ -143,7 +143,7 @@ series_warn_ignored()
 		sed -n 's/^!! //p' | grep -v -e '__pycache__/' -e '\.py[co]$' -e '\.[oad]$' -e '^tools/net/ynl/generated/' |
 		while read -r f; do
 			warn "$f is ignored by Debian's .gitignore and in no commit (git add -f it)"
-		done
+		done || true
 }
 
 # series_export: replace patches/ with the dev tree's commits.
