@@ -152,7 +152,7 @@ selftest_restrict()
 	# net/lib is installed with the collections that use it whole.
 	printf '%s\n' "TEST_PROGS=${progs[*]}" "TEST_GEN_PROGS=${gen[*]}" \
 		"TEST_GEN_PROGS_EXTENDED=" "TEST_GEN_FILES=${files[*]}" \
-		"SKIP_TARGETS=net/lib"
+		"INSTALL_DEP_TARGETS="
 }
 
 # build_selftests TREE OUT: build and install the selected collections with
@@ -167,6 +167,9 @@ build_selftests()
 	kmake "$tree" "$out" headers > "$out/headers.log" 2>&1 ||
 		die "make headers failed (see $out/headers.log)"
 	rm -rf "$inst"
+	# The YNL library is generated into the source tree, which is cleaned
+	# whenever patches/ changes: never keep a copy built from another tree.
+	rm -f "$out"/kselftest/*/libynl.a
 	list=$(mktemp)
 	: > "$out/kselftest-build.log"
 	for c in $(selection_collections); do

@@ -59,7 +59,7 @@ KDEV_APT_PACKAGES=(
 	libcap-dev libelf-dev libmnl-dev libnuma-dev libssl-dev
 	python3 python3-jsonschema python3-venv python3-yaml
 	qemu-system-x86 rsync
-	ethtool iproute2 procps socat util-linux
+	ethtool iproute2 procps socat udev util-linux
 )
 
 # host_deps: install what is missing. Idempotent and quiet when all is there.
