@@ -17,16 +17,19 @@ export PATH=${KDEV_GUEST_PATH:+$KDEV_GUEST_PATH:}/usr/local/sbin:/usr/local/bin:
 mkdir -p "$results"
 uname -r > "$results/uname.txt"
 
-# One run_kselftest.sh per test: the runner prints a test's own output
-# through a buffered filter, so in a combined run it would come out after
-# later tests' results. Each test's KTAP goes to a file of its own.
+# One run_kselftest.sh per test, each into a KTAP file of its own. The
+# runner writes a test's own output through a buffered filter to
+# /dev/stdout, which does not reliably reach a redirected stdout here, so
+# it is asked for a per-test log (-p: /tmp/<test>) and that is appended.
 n=0
 echo "kdev-guest: running $# kselftests"
 for t in "$@"; do
 	n=$((n + 1))
+	out=$results/kselftest-$(printf %02d "$n").ktap
 	echo "kdev-guest: $t"
-	(cd "$ksft" && ./run_kselftest.sh -t "$t") \
-		> "$results/kselftest-$(printf %02d "$n").ktap" 2>&1
+	rm -f "/tmp/${t##*:}"
+	(cd "$ksft" && ./run_kselftest.sh -p -t "$t") > "$out" 2>&1
+	cat "/tmp/${t##*:}" >> "$out" 2>/dev/null
 done
 echo "kdev-guest: kselftests done"
 dmesg > "$results/dmesg.txt"
