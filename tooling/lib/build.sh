@@ -92,9 +92,11 @@ build_config()
 
 	mapfile -t own < <(own_fragments "$flavour")
 	mapfile -t selftest < <(selftest_fragments "$tree")
+	own+=("$KDEV_ROOT/config/overrides.config")
 	mkdir -p "$out"
 	(cd "$tree" && ARCH=x86_64 scripts/kconfig/merge_config.sh -n -O "$out" \
-		"${own[@]}" "${selftest[@]}") > "$out/merge_config.log" 2>&1 ||
+		"${own[@]:0:${#own[@]}-1}" "${selftest[@]}" "${own[-1]}") \
+		> "$out/merge_config.log" 2>&1 ||
 		{ tail -n 20 "$out/merge_config.log" >&2; die "merge_config.sh failed"; }
 	# The selftest fragments list options for every architecture and
 	# driver; what cannot be set here is reported, not fatal.

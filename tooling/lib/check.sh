@@ -3,7 +3,7 @@
 # builds after each patch (the series is bisectable), and checkpatch --strict
 # has nothing to say about any patch.
 #
-# It walks the tooling's own build tree, leaving it at the full series, and
+# It walks the apply tree (the build tree the tests use is left alone) and
 # builds the non-debug "bench" flavour (the same fragments without the debug
 # options, so about twice as fast to compile). A patch that only touches
 # Documentation/ or tools/ cannot change the kernel build and is not built.
@@ -50,35 +50,32 @@ touches_kernel()
 check_series()
 {
 	local patch n=0 bad=0 total start=$SECONDS
-	local state=$KDEV_CACHE/state/build-tree.stamp
+	local tree=$KDEV_APPLY_TREE
 
 	base_import
-	base_worktree "$KDEV_BUILD_TREE"
+	base_worktree "$tree"
 	total=$(series_patches | wc -l)
-	rm -f "$state"
-	series_apply "$KDEV_BUILD_TREE" 0
+	series_apply "$tree" 0
 
 	while read -r patch; do
 		[ -n "$patch" ] || continue
 		n=$((n + 1))
 		log "[$n/$total] $(basename "$patch")"
-		kgit "$KDEV_BUILD_TREE" am -q --committer-date-is-author-date "$patch" >&2 ||
-			{ kgit "$KDEV_BUILD_TREE" am --abort >/dev/null 2>&1 || true;
+		kgit "$tree" am -q --committer-date-is-author-date "$patch" >&2 ||
+			{ kgit "$tree" am --abort >/dev/null 2>&1 || true;
 			  die "$(basename "$patch") does not apply"; }
-		if ! checkpatch_head "$KDEV_BUILD_TREE" >&2; then
+		if ! checkpatch_head "$tree" >&2; then
 			warn "checkpatch --strict complains about $(basename "$patch")"
 			bad=1
 		fi
-		if touches_kernel "$KDEV_BUILD_TREE"; then
-			build_kernel "$KDEV_BUILD_TREE" bench >/dev/null
+		if touches_kernel "$tree"; then
+			build_kernel "$tree" bench >/dev/null
 		else
 			log "only Documentation/ and tools/: no kernel build needed"
 		fi
 	done < <(series_patches)
 
-	check_generated "$KDEV_BUILD_TREE"
-	mkdir -p "$(dirname "$state")"
-	series_stamp > "$state"
+	check_generated "$tree"
 	[ "$bad" = 0 ] || die "series check failed: checkpatch"
 	log "series check passed: $total patches apply, build and are checkpatch clean ($((SECONDS - start)) s)"
 }

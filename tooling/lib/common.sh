@@ -13,7 +13,8 @@ KDEV_JOBS=${KDEV_JOBS:-$(nproc)}
 . "$KDEV_ROOT/base.conf"
 
 KDEV_REPO=$KDEV_CACHE/src/linux.git	# bare repo holding the base commit
-KDEV_BUILD_TREE=$KDEV_CACHE/src/build	# base + patches/, rebuilt by the tooling
+KDEV_BUILD_TREE=$KDEV_CACHE/src/build	# base + patches/, what the tests build
+KDEV_APPLY_TREE=$KDEV_CACHE/src/apply	# where patches are applied and checked
 KDEV_DEV_TREE=${KDEV_DEV_TREE:-$KDEV_CACHE/src/dev}	# developers edit here
 KDEV_OUT=$KDEV_CACHE/out		# one build directory per flavour
 KDEV_VENV=$KDEV_CACHE/venv

@@ -52,9 +52,10 @@ series_apply()
 	done < <(series_patches)
 }
 
-# series_build_tree: the tooling's own tree, base + patches/, re-applied only
-# when patches/ or the base changed (unchanged files keep their mtime, so the
-# kernel build stays incremental).
+# series_build_tree: the tree the tests build, base + patches/. The series is
+# applied in the apply tree and the build tree then checks out the result,
+# which rewrites only the files that differ: everything else keeps its
+# mtime, so the kernel build stays incremental when one patch changes.
 series_build_tree()
 {
 	local stamp state=$KDEV_CACHE/state/build-tree.stamp
@@ -66,9 +67,12 @@ series_build_tree()
 	   [ -z "$(git -C "$KDEV_BUILD_TREE" status --porcelain --untracked-files=no)" ]; then
 		return 0
 	fi
-	log "applying $(series_patches | wc -l) patches to the build tree"
+	log "applying $(series_patches | wc -l) patches"
 	rm -f "$state"
-	series_apply "$KDEV_BUILD_TREE"
+	base_worktree "$KDEV_APPLY_TREE"
+	series_apply "$KDEV_APPLY_TREE"
+	kgit "$KDEV_BUILD_TREE" checkout -q -f --detach \
+		"$(git -C "$KDEV_APPLY_TREE" rev-parse HEAD)"
 	mkdir -p "$(dirname "$state")"
 	printf '%s\n' "$stamp" > "$state"
 }
