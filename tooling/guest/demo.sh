@@ -48,7 +48,7 @@ napi_dump
 first=$(ynl "$NSIM_NS_A" --dump napi-get --json "{\"ifindex\": $NSIM_IFINDEX_A}" |
 	python3 -c 'import ast, sys; print(min(n["id"] for n in ast.literal_eval(sys.stdin.read())))')
 step "napi-set on NAPI $first only: defer-hard-irqs 100, gro-flush-timeout 20000"
-ynl "$NSIM_NS_A" --do napi-set \
+ynl "$NSIM_NS_A" --do napi-set >/dev/null \
 	--json "{\"id\": $first, \"defer-hard-irqs\": 100, \"gro-flush-timeout\": 20000}"
 napi_dump
 
