@@ -17,6 +17,20 @@ export PATH=${KDEV_GUEST_PATH:+$KDEV_GUEST_PATH:}/usr/local/sbin:/usr/local/bin:
 mkdir -p "$results"
 uname -r > "$results/uname.txt"
 
+# The kselftest timeouts (45 s unless a collection's settings file says
+# otherwise) are set for real hardware; under TCG with a debug kernel the
+# same work takes many times as long, so no test gets less than this.
+min_timeout=${KDEV_KSFT_MIN_TIMEOUT:-300}
+
+# ksft_timeout COLLECTION: the timeout run_kselftest.sh would use.
+ksft_timeout()
+{
+	local t
+
+	t=$(sed -n 's/^timeout=\([0-9]*\)$/\1/p' "$ksft/$1/settings" 2>/dev/null)
+	echo "${t:-45}"
+}
+
 # One run_kselftest.sh per test, each into a KTAP file of its own. The
 # runner writes a test's own output through a buffered filter to
 # /dev/stdout, which does not reliably reach a redirected stdout here, so
@@ -27,8 +41,12 @@ for t in "$@"; do
 	n=$((n + 1))
 	out=$results/kselftest-$(printf %02d "$n").ktap
 	echo "kdev-guest: $t"
+	timeout_opt=()
+	[ "$(ksft_timeout "${t%%:*}")" -ge "$min_timeout" ] ||
+		timeout_opt=(-o "$min_timeout")
 	rm -f "/tmp/${t##*:}"
-	(cd "$ksft" && ./run_kselftest.sh -p -t "$t") > "$out" 2>&1
+	(cd "$ksft" && ./run_kselftest.sh -p "${timeout_opt[@]}" -t "$t") \
+		> "$out" 2>&1
 	cat "/tmp/${t##*:}" >> "$out" 2>/dev/null
 done
 echo "kdev-guest: kselftests done"
