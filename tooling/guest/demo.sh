@@ -69,3 +69,44 @@ step "IRQ suspension on a netdevsim pair (busy_poll_test.sh): softirq polls of"
 echo "the receiving NAPI with and without suspension, the NAPI timer left once"
 echo "the application is idle or gone, the socket queue while it is stalled"
 (cd "$ksft/net" && ./busy_poll_test.sh) | grep -E '^(ok|not ok|# (plain|suspend|softirq|idle|close|stall))'
+
+step "GSIM: interrupts of a virtio-blk disk (MSI-X) with and without moderation"
+# shellcheck source=/dev/null
+. "$ksft/irq_moderation/lib.sh"
+disk=$(gsim_disk gsim-mq)
+mapfile -t irqs < <(disk_irqs "$disk")
+echo "disk $disk, queue interrupts ${irqs[*]}; fio: 4k random writes at depth 32, then verified reads"
+
+# gsim_run LABEL: one verified fio run; interrupts per 1000 I/Os.
+gsim_run()
+{
+	local i0 o0 n ios
+
+	i0=$(irq_count "${irqs[@]}")
+	o0=$(disk_ios "$disk")
+	fio --name=demo --filename="/dev/$disk" --direct=1 --ioengine=libaio \
+		--iodepth=32 --rw=randwrite --bs=4k --size=16M --verify=crc32c \
+		--verify_fatal=1 --output=/dev/null
+	n=$(($(irq_count "${irqs[@]}") - i0))
+	ios=$(($(disk_ios "$disk") - o0))
+	printf '  %-34s %6d interrupts for %6d I/Os: %4d per 1000 I/Os\n' \
+		"$1" "$n" "$ios" $((n * 1000 / ios))
+}
+
+gsim_run "moderation off"
+echo 500 > "$MOD_DIR/delay_us"
+for irq in "${irqs[@]}"; do
+	echo on > "/proc/irq/$irq/soft_moderation"
+done
+gsim_run "fixed, delay_us 500"
+echo 50000000 > "$MOD_DIR/target_intr_rate"
+gsim_run "adaptive, target 50M/s (not reached)"
+echo 1000 > "$MOD_DIR/target_intr_rate"
+gsim_run "adaptive, target 1000/s"
+echo "/proc/irq/soft_moderation/stats:"
+sed 's/^/  /' "$MOD_DIR/stats"
+for irq in "${irqs[@]}"; do
+	echo off > "/proc/irq/$irq/soft_moderation"
+done
+echo 0 > "$MOD_DIR/target_intr_rate"
+echo 0 > "$MOD_DIR/delay_us"

@@ -61,6 +61,7 @@ KDEV_APT_PACKAGES=(
 	python3 python3-jsonschema python3-venv python3-yaml
 	qemu-system-x86 rsync
 	ethtool iproute2 procps socat udev util-linux
+	fio
 )
 
 # host_deps: install what is missing. Idempotent and quiet when all is there.

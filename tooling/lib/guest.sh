@@ -13,13 +13,26 @@ KDEV_GUEST_TIMEOUT=${KDEV_GUEST_TIMEOUT:-2400}
 
 # Extra QEMU options (devices for the load tests) come one per line from
 # tests/qemu-opts, so that they live next to the tests that need them.
+# @SCRATCH@ there stands for a directory in the cache; a disk image named
+# @SCRATCH@/NAME.img is created (sparse, $KDEV_SCRATCH_IMG_SIZE) if missing.
 KDEV_QEMU_OPTS_FILE=$KDEV_ROOT/tests/qemu-opts
+KDEV_SCRATCH=$KDEV_CACHE/scratch
+KDEV_SCRATCH_IMG_SIZE=64M
 
 guest_qemu_opts()
 {
+	local opts img
+
 	[ -f "$KDEV_QEMU_OPTS_FILE" ] || return 0
-	grep -v -e '^[[:space:]]*#' -e '^[[:space:]]*$' "$KDEV_QEMU_OPTS_FILE" |
-		tr '\n' ' '
+	opts=$(grep -v -e '^[[:space:]]*#' -e '^[[:space:]]*$' "$KDEV_QEMU_OPTS_FILE" |
+		tr '\n' ' ')
+	while read -r img; do
+		img=$KDEV_SCRATCH/${img#@SCRATCH@/}
+		[ -f "$img" ] && continue
+		mkdir -p "$KDEV_SCRATCH"
+		truncate -s "$KDEV_SCRATCH_IMG_SIZE" "$img"
+	done < <(grep -o '@SCRATCH@/[A-Za-z0-9_.-]*\.img' <<< "$opts" | sort -u)
+	printf '%s\n' "${opts//@SCRATCH@/$KDEV_SCRATCH}"
 }
 
 # guest_vng OUT ARGS...: virtme-ng on the kernel in build directory OUT.

@@ -104,12 +104,14 @@ series_dev_tree()
 }
 
 # series_format DIR: write the dev tree's commits on the base as patches into
-# DIR, in a form that does not change unless the commit does.
+# DIR, in a form that does not change unless the commit does. Blob hashes
+# are abbreviated to a fixed 12 digits: git's default length grows with
+# the number of objects in the repository, which differs between machines.
 series_format()
 {
-	git -C "$KDEV_DEV_TREE" format-patch -q -N --zero-commit --no-signature \
-		--no-thread --no-cover-letter -o "$1" \
-		"$KDEV_BASE_TAG..$KDEV_DEV_BRANCH" >/dev/null
+	git -C "$KDEV_DEV_TREE" -c core.abbrev=12 format-patch -q -N \
+		--zero-commit --no-signature --no-thread --no-cover-letter \
+		-o "$1" "$KDEV_BASE_TAG..$KDEV_DEV_BRANCH" >/dev/null
 }
 
 # series_exported_is_current: patches/ equals what the dev tree would export.
