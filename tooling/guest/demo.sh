@@ -65,9 +65,11 @@ napi_dump
 
 nsim_pair_cleanup
 
-step "IRQ suspension on a netdevsim pair (busy_poll_test.sh): softirq polls of"
-echo "the receiving NAPI with and without suspension, the NAPI timer left once"
-echo "the application is idle or gone, the socket queue while it is stalled"
+step "IRQ suspension on a netdevsim pair (busy_poll_test.sh)"
+echo "Under load: softirq polls of the receiving NAPI, and how often epoll armed its"
+echo "timer with irq-suspend-timeout (timer:hrtimer_start trace event), without and"
+echo "with suspension. Released: the NAPI timer left once the application is idle"
+echo "or has closed its epoll context. Stalled: the socket queue during the stall."
 (cd "$ksft/net" && ./busy_poll_test.sh) | grep -E '^(ok|not ok|# (plain|suspend|softirq|idle|close|stall))'
 
 step "GSIM: interrupts of a virtio-blk disk (MSI-X) with and without moderation"
