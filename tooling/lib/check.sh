@@ -57,6 +57,7 @@ check_series()
 	local tree=$KDEV_APPLY_TREE
 
 	base_import
+	apply_tree_lock
 	base_worktree "$tree"
 	total=$(series_patches | wc -l)
 	series_apply "$tree" 0

@@ -52,6 +52,22 @@ series_apply()
 	done < <(series_patches)
 }
 
+# apply_tree_lock: hold the apply tree until this kdev command exits. The
+# series check walks the tree for its whole run, and a test run re-applies
+# patches/ there when they changed: without the lock, either could reset
+# the tree under the other.
+apply_tree_lock()
+{
+	local fd
+
+	mkdir -p "$KDEV_CACHE"
+	exec {fd}> "$KDEV_CACHE/apply-tree.lock"
+	if ! flock -n "$fd"; then
+		log "waiting for another kdev command to finish with $KDEV_APPLY_TREE"
+		flock "$fd"
+	fi
+}
+
 # series_build_tree: the tree the tests build, base + patches/. The series is
 # applied in the apply tree and the build tree then checks out the result,
 # which rewrites only the files that differ: everything else keeps its
@@ -69,6 +85,7 @@ series_build_tree()
 	fi
 	log "applying $(series_patches | wc -l) patches"
 	rm -f "$state"
+	apply_tree_lock
 	base_worktree "$KDEV_APPLY_TREE"
 	series_apply "$KDEV_APPLY_TREE"
 	kgit "$KDEV_BUILD_TREE" checkout -q -f --detach \
