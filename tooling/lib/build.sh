@@ -56,6 +56,16 @@ selftest_fragments()
 	done
 }
 
+# soft_fragments TREE: fragments that may name options a tree does not have
+# (yet): the series' own options, so that every patch that adds code under
+# a new option is built with it by the series check, and the selected
+# selftests' fragments, which cover every architecture and driver.
+soft_fragments()
+{
+	printf '%s\n' "$KDEV_ROOT/config/series.config"
+	selftest_fragments "$1"
+}
+
 # check_fragments CONFIG FRAGMENT...: every value our own fragments ask for
 # must be in the final config; a silently dropped option is a broken guest.
 check_fragments()
@@ -88,19 +98,19 @@ check_fragments()
 # build_config TREE FLAVOUR OUT: merge the fragments on top of allnoconfig.
 build_config()
 {
-	local tree=$1 flavour=$2 out=$3 own selftest
+	local tree=$1 flavour=$2 out=$3 own soft
 
 	mapfile -t own < <(own_fragments "$flavour")
-	mapfile -t selftest < <(selftest_fragments "$tree")
+	mapfile -t soft < <(soft_fragments "$tree")
 	own+=("$KDEV_ROOT/config/overrides.config")
 	mkdir -p "$out"
 	(cd "$tree" && ARCH=x86_64 scripts/kconfig/merge_config.sh -n -O "$out" \
-		"${own[@]:0:${#own[@]}-1}" "${selftest[@]}" "${own[-1]}") \
+		"${own[@]:0:${#own[@]}-1}" "${soft[@]}" "${own[-1]}") \
 		> "$out/merge_config.log" 2>&1 ||
 		{ tail -n 20 "$out/merge_config.log" >&2; die "merge_config.sh failed"; }
-	# The selftest fragments list options for every architecture and
-	# driver; what cannot be set here is reported, not fatal.
-	log "merge_config: $(grep -c '^Value requested for' "$out/merge_config.log" || true) selftest config values not applicable here (see $out/merge_config.log)"
+	# What the soft fragments ask for and cannot be set here is reported,
+	# not fatal.
+	log "merge_config: $(grep -c '^Value requested for' "$out/merge_config.log" || true) selftest or series config values not applicable here (see $out/merge_config.log)"
 	check_fragments "$out/.config" "${own[@]}"
 }
 
