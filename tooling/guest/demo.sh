@@ -79,22 +79,26 @@ disk=$(gsim_disk gsim-mq)
 mapfile -t irqs < <(disk_irqs "$disk")
 echo "disk $disk, queue interrupts ${irqs[*]}; fio: 4k random writes at depth 32, then verified reads"
 
-# gsim_run LABEL: one verified fio run; interrupts per 1000 I/Os.
+# gsim_run LABEL: one verified fio run; interrupts per second and per
+# 1000 I/Os.
 gsim_run()
 {
-	local i0 o0 n ios
+	local i0 o0 t0 n ios ms
 
 	i0=$(irq_count "${irqs[@]}")
 	o0=$(disk_ios "$disk")
+	t0=$(date +%s%N)
 	fio --name=demo --filename="/dev/$disk" --direct=1 --ioengine=libaio \
 		--iodepth=32 --rw=randwrite --bs=4k --size=16M --verify=crc32c \
-		--verify_fatal=1 --output=/dev/null
+		--verify_fatal=1 --verify_state_save=0 --output=/dev/null
+	ms=$((($(date +%s%N) - t0) / 1000000))
 	n=$(($(irq_count "${irqs[@]}") - i0))
 	ios=$(($(disk_ios "$disk") - o0))
-	printf '  %-38s %6d interrupts for %6d I/Os: %4d per 1000 I/Os\n' \
-		"$1" "$n" "$ios" $((n * 1000 / ios))
+	printf '  %-38s %5d interrupts/s, %4d per 1000 I/Os (%d I/Os in %d ms)\n' \
+		"$1" $((n * 1000 / ms)) $((n * 1000 / ios)) "$ios" "$ms"
 }
 
+gsim_run "warm-up (first writes to the image)"
 gsim_run "moderation off"
 echo 500 > "$MOD_DIR/delay_us"
 for irq in "${irqs[@]}"; do
