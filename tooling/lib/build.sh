@@ -124,13 +124,15 @@ kmake()
 		CC="ccache gcc" HOSTCC="ccache gcc" "$@"
 }
 
-# build_kernel TREE FLAVOUR: configure and build bzImage and modules; print
-# the build directory.
+# build_kernel TREE FLAVOUR [DIR]: configure and build bzImage and modules
+# in $KDEV_OUT/DIR (default: the flavour's name); print the build directory.
+# Builds of different trees get different directories, so that each stays
+# incremental.
 build_kernel()
 {
 	local tree=$1 flavour=$2 out start=$SECONDS
 
-	out=$KDEV_OUT/$flavour
+	out=$KDEV_OUT/${3:-$flavour}
 
 	build_config "$tree" "$flavour" "$out"
 	log "building the $flavour kernel in $out"

@@ -5,8 +5,9 @@
 #
 # It walks the apply tree (the build tree the tests use is left alone) and
 # builds the non-debug "bench" flavour (the same fragments without the debug
-# options, so about twice as fast to compile). A patch that only touches
-# Documentation/ or tools/ cannot change the kernel build and is not built.
+# options, so about twice as fast to compile) in its own directory, "check".
+# A patch that only touches Documentation/ or tools/ cannot change the
+# kernel build and is not built.
 
 # checkpatch_head TREE: checkpatch --strict on the tree's HEAD commit. Files
 # written by the YNL code generator (marked "YNL-GEN") are left out: they
@@ -74,7 +75,7 @@ check_series()
 			bad=1
 		fi
 		if touches_kernel "$tree"; then
-			build_kernel "$tree" bench >/dev/null
+			build_kernel "$tree" bench check >/dev/null
 		else
 			log "only Documentation/ and tools/: no kernel build needed"
 		fi

@@ -12,10 +12,10 @@ KDEV_GUEST_MEM=${KDEV_GUEST_MEM:-2G}
 KDEV_GUEST_TIMEOUT=${KDEV_GUEST_TIMEOUT:-2400}
 
 # Extra QEMU options (devices for the load tests) come one per line from
-# tests/qemu-opts, so that they live next to the tests that need them.
+# tests/qemu-opts (bench/qemu-opts for the benchmark), so that they live next to the tests that need them.
 # @SCRATCH@ there stands for a directory in the cache; a disk image named
 # @SCRATCH@/NAME.img is created (sparse, $KDEV_SCRATCH_IMG_SIZE) if missing.
-KDEV_QEMU_OPTS_FILE=$KDEV_ROOT/tests/qemu-opts
+KDEV_QEMU_OPTS_FILE=${KDEV_QEMU_OPTS_FILE:-$KDEV_ROOT/tests/qemu-opts}
 KDEV_SCRATCH=$KDEV_CACHE/scratch
 KDEV_SCRATCH_IMG_SIZE=64M
 

@@ -1,0 +1,65 @@
+# shellcheck shell=bash
+# Shared by the benchmark's guest scripts: settings from the host, logging
+# and /proc snapshots. The numbers are worked out on the host (bench/report.py)
+# from the snapshots, so the guest only records.
+
+BENCH_REPS=${BENCH_REPS:-3}		# runs of every point
+BENCH_SECS=${BENCH_SECS:-5}		# measured seconds per point
+BENCH_WARMUP=${BENCH_WARMUP:-1}		# seconds before the measurement
+
+log()
+{
+	printf '[%(%T)T] %s\n' -1 "$*" >&2
+}
+
+# snapshot DIR PREFIX: copy what the report needs from /proc to
+# DIR/PREFIX-{stat,interrupts,softirqs}.
+snapshot()
+{
+	local f
+
+	for f in stat interrupts softirqs; do
+		cat "/proc/$f" > "$1/$2-$f"
+	done
+}
+
+# irq_delta DIR IRQ...: interrupts between DIR's start and end snapshots,
+# summed over CPUs and IRQs.
+irq_delta()
+{
+	local dir=$1
+	shift
+
+	awk -v irqs="$*" '
+		BEGIN { n = split(irqs, l, " "); for (i = 1; i <= n; i++) want[l[i] ":"] = 1 }
+		FNR == 1 { sign = FILENAME ~ /end-/ ? 1 : -1 }
+		$1 in want { for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) sum += sign * $i }
+		END { print sum + 0 }' "$dir/start-interrupts" "$dir/end-interrupts"
+}
+
+# json_list ITEM...: a JSON array of numbers.
+json_list()
+{
+	local IFS=,
+
+	printf '[%s]' "$*"
+}
+
+# virtio_irqs VIRTIO_DEV: the interrupts of a virtio device's queues (not
+# its config interrupt), from /proc/interrupts.
+virtio_irqs()
+{
+	awk -v dev="$1" '$NF ~ "^" dev "-" && $NF !~ /-config$/ {
+		sub(":", "", $1); print $1 }' /proc/interrupts
+}
+
+# pin_irqs CPU IRQ...: route interrupts to one CPU.
+pin_irqs()
+{
+	local cpu=$1 irq
+	shift
+
+	for irq in "$@"; do
+		echo "$cpu" > "/proc/irq/$irq/smp_affinity_list"
+	done
+}
