@@ -141,17 +141,23 @@ def rr_point(point, meta):
     }
 
 
+def collect_points(raw, modes, columns, point, meta):
+    """{(mode, column): [per-run figures]} from RAW/MODE/COLUMN/REP."""
+    points = {}
+    for mode in modes:
+        for col in columns:
+            base = f"{raw}/{mode}/{col}"
+            reps = sorted(os.listdir(base), key=int) if os.path.isdir(base) else []
+            if reps:
+                points[(mode, col)] = [point(f"{base}/{r}", meta) for r in reps]
+    return points
+
+
 def rr_collect(raw):
     meta = load_json(f"{raw}/meta.json")
     modes = meta["modes"].split()
     loads = [entry.split(":")[0] for entry in meta["loads"].split()]
-    points = {}
-    for mode in modes:
-        for load in loads:
-            base = f"{raw}/{mode}/{load}"
-            reps = sorted(os.listdir(base), key=int) if os.path.isdir(base) else []
-            points[(mode, load)] = [rr_point(f"{base}/{r}", meta) for r in reps]
-    return meta, modes, loads, {k: v for k, v in points.items() if v}
+    return meta, modes, loads, collect_points(raw, modes, loads, rr_point, meta)
 
 
 def load_label(load, meta):
@@ -258,19 +264,14 @@ def gsim_point(point, meta):
 def gsim_collect(raw):
     meta = load_json(f"{raw}/meta.json")
     modes, depths = meta["modes"].split(), meta["depths"].split()
-    points = {}
-    for mode in modes:
-        for depth in depths:
-            base = f"{raw}/{mode}/{depth}"
-            reps = sorted(os.listdir(base), key=int) if os.path.isdir(base) else []
-            points[(mode, depth)] = [gsim_point(f"{base}/{r}", meta) for r in reps]
+    points = collect_points(raw, modes, depths, gsim_point, meta)
     verified = {}
     for mode in modes:
         path = f"{raw}/verify-{mode}.json"
         if os.path.exists(path):
             job = load_json(path)["jobs"][0]
             verified[mode] = (job["error"] == 0, job["write"]["total_ios"])
-    return meta, modes, depths, {k: v for k, v in points.items() if v}, verified
+    return meta, modes, depths, points, verified
 
 
 GSIM_MODE_TEXT = {
@@ -401,6 +402,14 @@ def main():
                    f"{meta['saturation_qps']} requests/s closed-loop. Latencies in us; "
                    "cpu: server CPU busy %; ipq: server device interrupts per request; "
                    "spq: NET_RX softirqs per request on the server CPU.", "",
+                   "Modes, as in the cover letter: deferX = defer-hard-irqs 100, "
+                   "gro-flush-timeout X us; napibusy = defer200 plus EPIOCSPARAMS "
+                   "(busy_poll_usecs 64, budget 64, prefer 1); fullbusy = "
+                   "defer-hard-irqs 100, gro-flush-timeout 5 ms, epoll_wait() with a "
+                   "1 ms timeout all busy-polled (busy_poll_usecs 1000), so the server "
+                   "never sleeps; suspend0 = irq-suspend-timeout 20 ms with "
+                   "EPIOCSPARAMS (busy_poll_usecs 0, budget 64, prefer 1); suspendX = "
+                   "deferX plus the same.", "",
                    table, "Ratios (medians):", "", summary,
                    "![IRQ suspension](suspend.png)", ""]
     if os.path.exists(f"{args.raw}/gsim/meta.json"):

@@ -31,6 +31,7 @@ struct epoll_params {
 	uint8_t prefer_busy_poll;
 	uint8_t __pad;
 };
+
 #define EPIOCSPARAMS _IOW(0x8A, 0x01, struct epoll_params)
 #endif
 
