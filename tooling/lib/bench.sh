@@ -58,10 +58,10 @@ bench_tools()
 cmd_bench()
 {
 	local quick=0 out tools raw results params rc=0 start=$SECONDS kver name
-	local readme=()
+	local readme=() suffix=
 
 	case "${1:-}" in
-	--quick)	quick=1 ;;
+	--quick)	quick=1; suffix=-quick ;;
 	"")		readme=(--readme "$KDEV_ROOT/README.md") ;;
 	*)		die "usage: kdev bench [--quick]" ;;
 	esac
@@ -88,7 +88,7 @@ cmd_bench()
 	log "guest run took $((SECONDS - start)) s in all"
 
 	kver=$(cat "$raw/uname.txt")
-	name=$(date +%Y-%m-%d)_$kver$([ "$quick" = 1 ] && echo -quick)
+	name=$(date +%Y-%m-%d)_$kver$suffix
 	results=$KDEV_BENCH_RESULTS/$name
 	rm -rf "$results"
 	mkdir -p "$results"
