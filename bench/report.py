@@ -107,6 +107,11 @@ def ratio(a, b):
     return a / b if b else float("nan")
 
 
+def med_ratio(a, b, metric):
+    """The ratio of two points' medians of one metric."""
+    return ratio(a[metric]["median"], b[metric]["median"])
+
+
 def md_table(header, rows):
     out = ["| " + " | ".join(header) + " |",
            "|" + "|".join("---:" if i else "---" for i in range(len(header))) + "|"]
@@ -194,20 +199,20 @@ def rr_summary(modes, loads, agg):
                 continue
             lines.append(
                 f"- load {load}%: suspend{x}/fullbusy CPU "
-                f"{ratio(s['cpu_pct']['median'], f['cpu_pct']['median']):.2f}, "
+                f"{med_ratio(s, f, 'cpu_pct'):.2f}, "
                 f"suspend{x}/defer{x} p99 "
-                f"{ratio(s['p99_us']['median'], d['p99_us']['median']):.2f}, "
+                f"{med_ratio(s, d, 'p99_us'):.2f}, "
                 f"suspend{x}/defer{x} CPU "
-                f"{ratio(s['cpu_pct']['median'], d['cpu_pct']['median']):.2f}")
+                f"{med_ratio(s, d, 'cpu_pct'):.2f}")
     b, s0 = agg.get(("base", "max")), agg.get(("suspend0", "max"))
     if b and s0:
         lines.append(f"- MAX: suspend0/base qps "
-                     f"{ratio(s0['qps']['median'], b['qps']['median']):.2f}")
+                     f"{med_ratio(s0, b, 'qps'):.2f}")
     for x in xs:
         s = agg.get((f"suspend{x}", "max"))
         if b and s:
             lines.append(f"- MAX: suspend{x}/base qps "
-                         f"{ratio(s['qps']['median'], b['qps']['median']):.2f}")
+                         f"{med_ratio(s, b, 'qps'):.2f}")
     return "\n".join(lines) + "\n"
 
 
@@ -311,12 +316,12 @@ def gsim_summary(meta, depths, agg):
         if a and o:
             lines.append(
                 f"- iodepth {depth}: adaptive/off interrupts/s "
-                f"{ratio(a['intr_s']['median'], o['intr_s']['median']):.2f} "
+                f"{med_ratio(a, o, 'intr_s'):.2f} "
                 f"(adaptive {a['intr_s']['median']:.0f}/s, target "
                 f"{meta['target_intr_rate']}/s), IOPS "
-                f"{ratio(a['iops']['median'], o['iops']['median']):.2f}, p50 "
-                f"{ratio(a['p50_us']['median'], o['p50_us']['median']):.2f}, p99 "
-                f"{ratio(a['p99_us']['median'], o['p99_us']['median']):.2f}")
+                f"{med_ratio(a, o, 'iops'):.2f}, p50 "
+                f"{med_ratio(a, o, 'p50_us'):.2f}, p99 "
+                f"{med_ratio(a, o, 'p99_us'):.2f}")
     # One completion per interrupt only at the shallowest queue: there the
     # hardirq time per interrupt is the handler's plus the hook's.
     for depth in depths[:1]:
@@ -327,7 +332,7 @@ def gsim_summary(meta, depths, agg):
                 f"us per interrupt {z['irq_us_per_intr']['median']:.2f} vs "
                 f"{o['irq_us_per_intr']['median']:.2f} "
                 f"({z['irq_us_per_intr']['median'] - o['irq_us_per_intr']['median']:+.2f}), "
-                f"IOPS {ratio(z['iops']['median'], o['iops']['median']):.2f}")
+                f"IOPS {med_ratio(z, o, 'iops'):.2f}")
     return "\n".join(lines) + "\n"
 
 
