@@ -7,7 +7,7 @@
 
 KDEV_BENCH=$KDEV_ROOT/bench
 KDEV_BENCH_RESULTS=$KDEV_BENCH/results
-KDEV_BENCH_APT_PACKAGES=(python3-matplotlib)
+KDEV_BENCH_APT_PACKAGES=(python3-matplotlib)	# only the benchmark needs them
 
 # bench_params QUICK: the guest's settings (see bench/guest/*.sh), as
 # NAME=VALUE words for env(1). The full run takes about 20 minutes of guest
@@ -21,22 +21,6 @@ bench_params()
 		printf '%s\n' BENCH_REPS=3 BENCH_SECS=5 BENCH_WARMUP=1 \
 			"BENCH_LOADS=25 50 75" "BENCH_XS=50 200" "BENCH_DEPTHS=1 8 128"
 	fi
-}
-
-# bench_deps: what only the benchmark needs on the host.
-bench_deps()
-{
-	local pkg missing=()
-
-	for pkg in "${KDEV_BENCH_APT_PACKAGES[@]}"; do
-		dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null |
-			grep -q 'install ok installed' || missing+=("$pkg")
-	done
-	[ ${#missing[@]} -eq 0 ] && return 0
-	log "installing Debian packages for the benchmark: ${missing[*]}"
-	apt-get update -q >/dev/null
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
-		--no-install-recommends "${missing[@]}" >/dev/null
 }
 
 # bench_tools OUT: build rr_server and rr_client into OUT/bench-tools; the
@@ -57,17 +41,17 @@ bench_tools()
 # bench/results/DATE_KERNEL[-quick]; a full run also updates README.md.
 cmd_bench()
 {
-	local quick=0 out tools raw results params rc=0 start=$SECONDS kver name
-	local readme=() suffix=
+	local quick=0 kind=full out tools raw results params rc=0 start=$SECONDS
+	local kver name readme=() suffix=
 
 	case "${1:-}" in
-	--quick)	quick=1; suffix=-quick ;;
+	--quick)	quick=1; kind=quick; suffix=-quick ;;
 	"")		readme=(--readme "$KDEV_ROOT/README.md") ;;
 	*)		die "usage: kdev bench [--quick]" ;;
 	esac
 
 	host_deps
-	bench_deps
+	apt_ensure "${KDEV_BENCH_APT_PACKAGES[@]}"
 	series_build_tree
 	log "base: $BASE_PACKAGE $(base_version), $(series_patches | wc -l) patches"
 	out=$(build_kernel "$KDEV_BUILD_TREE" bench)
@@ -76,7 +60,7 @@ cmd_bench()
 	rm -rf "$raw"
 	mkdir -p "$raw"
 	mapfile -t params < <(bench_params "$quick")
-	log "booting the guest for the benchmark ($([ "$quick" = 1 ] && echo quick || echo full)): ${params[*]}"
+	log "booting the guest for the benchmark ($kind): ${params[*]}"
 	KDEV_QEMU_OPTS_FILE=$KDEV_BENCH/qemu-opts KDEV_GUEST_TIMEOUT=3600 \
 		guest_exec "$out" "$raw" "$raw/console.log" env "${params[@]}" \
 		"$KDEV_BENCH/guest/run.sh" "$KDEV_BUILD_TREE" "$tools" \

@@ -64,21 +64,27 @@ KDEV_APT_PACKAGES=(
 	fio
 )
 
-# host_deps: install what is missing. Idempotent and quiet when all is there.
-host_deps()
+# apt_ensure PACKAGE...: install those of the Debian packages that are
+# missing; quiet when all are there.
+apt_ensure()
 {
 	local missing=() pkg
 
-	for pkg in "${KDEV_APT_PACKAGES[@]}"; do
+	for pkg in "$@"; do
 		dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null |
 			grep -q 'install ok installed' || missing+=("$pkg")
 	done
-	if [ ${#missing[@]} -gt 0 ]; then
-		log "installing Debian packages: ${missing[*]}"
-		apt-get update -q >/dev/null
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
-			--no-install-recommends "${missing[@]}" >/dev/null
-	fi
+	[ ${#missing[@]} -gt 0 ] || return 0
+	log "installing Debian packages: ${missing[*]}"
+	apt-get update -q >/dev/null
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+		--no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# host_deps: install what is missing. Idempotent and quiet when all is there.
+host_deps()
+{
+	apt_ensure "${KDEV_APT_PACKAGES[@]}"
 
 	if [ ! -x "$KDEV_VENV/bin/vng" ]; then
 		log "installing virtme-ng into $KDEV_VENV"
