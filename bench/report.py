@@ -242,7 +242,16 @@ def rr_chart(path, meta, modes, loads, agg, plt):
 
 # ---------------------------------------------------------------- GSIM
 
-GSIM_METRICS = ["iops", "p50_us", "p99_us", "intr_s", "cpu_pct", "irq_us_per_intr"]
+GSIM_METRICS = ["iops", "p50_us", "p99_us", "intr_s", "cpu_pct", "irq_us_per_intr",
+                "delay_us"]
+
+
+def read_mod_stats(path):
+    """The per-CPU rows of /proc/irq/soft_moderation/stats, as dicts."""
+    with open(path, encoding="ascii") as f:
+        header = f.readline().split()
+        return [dict(zip(header, map(int, row))) for row in map(str.split, f)
+                if len(row) == len(header) and row[0].isdigit()]
 
 
 def gsim_point(point, meta):
@@ -254,6 +263,7 @@ def gsim_point(point, meta):
     with open(f"{point}/end-ios", encoding="ascii") as f:
         ios += int(f.read())
     intr = interrupts_delta(point, meta["disk_irqs"])
+    mod = read_mod_stats(f"{point}/gsim-stats")
     clat = load_json(f"{point}/fio.json")["jobs"][0]["read"]["clat_ns"]["percentile"]
     return {
         "iops": ios / secs,
@@ -263,6 +273,8 @@ def gsim_point(point, meta):
         "cpu_pct": 100 * busy_fraction(stat),
         # hardirq time of all CPUs (all interrupts) per disk interrupt
         "irq_us_per_intr": stat[5] * 1e6 / USER_HZ / intr if intr else 0.0,
+        # the CPUs' moderation delays at the end of the window
+        "delay_us": statistics.mean(c["delay_ns"] for c in mod) / 1e3,
     }
 
 
@@ -299,9 +311,11 @@ def gsim_table(meta, modes, depths, agg, verified):
                          cell(a["iops"], "{:.0f}"), cell(a["p50_us"], "{:.0f}"),
                          cell(a["p99_us"], "{:.0f}"), cell(a["intr_s"], "{:.0f}"),
                          cell(a["cpu_pct"], "{:.0f}"),
-                         cell(a["irq_us_per_intr"], "{:.2f}")])
+                         cell(a["irq_us_per_intr"], "{:.2f}"),
+                         # not updated while moderation is off
+                         "–" if mode == "off" else cell(a["delay_us"], "{:.0f}")])
     out = md_table(["mode", "iodepth", "IOPS", "p50 clat (us)", "p99 clat (us)",
-                    "interrupts/s", "CPU %", "hardirq us/intr"], rows)
+                    "interrupts/s", "CPU %", "hardirq us/intr", "delay (us)"], rows)
     if verified:
         out += "\nVerified random writes (crc32c, file-backed disk, iodepth 32): " + \
             ", ".join(f"{m} {'ok' if ok else 'FAILED'} ({n} I/Os)"
@@ -318,7 +332,8 @@ def gsim_summary(meta, depths, agg):
                 f"- iodepth {depth}: adaptive/off interrupts/s "
                 f"{med_ratio(a, o, 'intr_s'):.2f} "
                 f"(adaptive {a['intr_s']['median']:.0f}/s, target "
-                f"{meta['target_intr_rate']}/s), IOPS "
+                f"{meta['target_intr_rate']}/s, delay "
+                f"{a['delay_us']['median']:.0f} us), IOPS "
                 f"{med_ratio(a, o, 'iops'):.2f}, p50 "
                 f"{med_ratio(a, o, 'p50_us'):.2f}, p99 "
                 f"{med_ratio(a, o, 'p99_us'):.2f}")
@@ -433,7 +448,9 @@ def main():
                    f"Adaptive target: {meta['target_percent']}% of the highest off-mode "
                    "rate over the iodepths. hardirq us/intr: hardirq time of all CPUs "
                    "per disk interrupt (an interrupt completes more I/Os at deeper "
-                   "queues, so compare it within one iodepth).", "",
+                   "queues, so compare it within one iodepth). delay: the mean over the "
+                   "CPUs of delay_ns in soft_moderation/stats at the end of the "
+                   "window (adaptive changes it by 1/8 or 1/16 per 5 ms epoch).", "",
                    table, "Ratios (medians):", "", summary,
                    "![GSIM](gsim.png)", ""]
     if not data:
