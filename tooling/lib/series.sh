@@ -1,6 +1,8 @@
 # shellcheck shell=bash
 # The patch series: patches/series lists git format-patch files, applied in
-# order with git am on top of the base commit.
+# order with git am on top of the base commit. Backports of mainline commits
+# live in patches/backport and come first; this project's own work lives in
+# patches/pending (see series_format).
 
 KDEV_PATCHES=$KDEV_ROOT/patches
 
@@ -120,25 +122,45 @@ series_dev_tree()
 	log "developer tree ready: $KDEV_DEV_TREE (branch $KDEV_DEV_BRANCH, $(series_patches | wc -l) patches on $KDEV_BASE_TAG)"
 }
 
-# series_format DIR: write the dev tree's commits on the base as patches into
-# DIR, in a form that does not change unless the commit does. Blob hashes
-# are abbreviated to a fixed 12 digits: git's default length grows with
-# the number of objects in the repository, which differs between machines.
+# series_format DIR: the dev tree's commits as git format-patch files,
+# sorted as stable trees and OpenWrt's backport/pending directories do:
+# DIR/backport holds the commits that name the mainline commit they stand
+# for ("[ Upstream commit <sha> ]" or "[ Upstream commits ... ]"),
+# DIR/pending this project's own work. DIR/series lists them in order as
+# backport/NAME or pending/NAME. Hashes in the index lines are abbreviated
+# to a fixed 12 digits: git's default length grows with the number of
+# objects in the repository, which differs between machines.
 series_format()
 {
+	local dir=$1 p sub seen_pending=
+
 	git -C "$KDEV_DEV_TREE" -c core.abbrev=12 format-patch -q -N \
 		--zero-commit --no-signature --no-thread --no-cover-letter \
-		-o "$1" "$KDEV_BASE_TAG..$KDEV_DEV_BRANCH" >/dev/null
+		-o "$dir" "$KDEV_BASE_TAG..$KDEV_DEV_BRANCH" >/dev/null
+	mkdir -p "$dir/backport" "$dir/pending"
+	: > "$dir/series"
+	for p in "$dir"/*.patch; do
+		[ -e "$p" ] || continue
+		if grep -q '^\[ Upstream commits\? [0-9a-f]\{12\}' "$p"; then
+			sub=backport
+			[ -z "$seen_pending" ] ||
+				warn "${p##*/} is a backport after the series' own work; backports come first"
+		else
+			sub=pending
+			seen_pending=1
+		fi
+		mv "$p" "$dir/$sub/"
+		echo "$sub/${p##*/}" >> "$dir/series"
+	done
 }
 
 # series_exported_is_current: patches/ equals what the dev tree would export.
 series_exported_is_current()
 {
-	local tmp rc=0
+	local tmp name rc=0
 
 	tmp=$(mktemp -d)
 	series_format "$tmp"
-	find "$tmp" -maxdepth 1 -name '*.patch' -printf '%f\n' | sort > "$tmp/series"
 	diff -q "$tmp/series" <(series_names) >/dev/null || rc=1
 	if [ "$rc" = 0 ]; then
 		while read -r name; do
@@ -149,10 +171,11 @@ series_exported_is_current()
 	return "$rc"
 }
 
-# series_names: the names listed in patches/series.
+# series_names: the names listed in patches/series, as listed
+# (backport/NAME or pending/NAME).
 series_names()
 {
-	series_patches | while read -r p; do basename "$p"; done
+	series_patches | while read -r p; do echo "${p#"$KDEV_PATCHES"/}"; done
 }
 
 # series_warn_ignored: Debian's top-level .gitignore ignores every new file
@@ -172,7 +195,7 @@ series_warn_ignored()
 # series_export: replace patches/ with the dev tree's commits.
 series_export()
 {
-	local tmp
+	local tmp sub
 
 	[ -e "$KDEV_DEV_TREE/.git" ] || die "no developer tree; run 'kdev tree' first"
 	[ "$(git -C "$KDEV_DEV_TREE" rev-parse --abbrev-ref HEAD)" = "$KDEV_DEV_BRANCH" ] ||
@@ -183,9 +206,13 @@ series_export()
 	series_warn_ignored
 	tmp=$(mktemp -d)
 	series_format "$tmp"
-	find "$KDEV_PATCHES" -maxdepth 1 -name '*.patch' -delete
-	find "$tmp" -maxdepth 1 -name '*.patch' -printf '%f\n' | sort > "$KDEV_PATCHES/series"
-	find "$tmp" -maxdepth 1 -name '*.patch' -exec mv -t "$KDEV_PATCHES" {} +
+	find "$KDEV_PATCHES" -name '*.patch' -delete
+	for sub in backport pending; do
+		mkdir -p "$KDEV_PATCHES/$sub"
+		find "$tmp/$sub" -maxdepth 1 -name '*.patch' \
+			-exec mv -t "$KDEV_PATCHES/$sub" {} +
+	done
+	mv "$tmp/series" "$KDEV_PATCHES/series"
 	rm -rf "$tmp"
 	log "exported $(wc -l < "$KDEV_PATCHES/series") patches to patches/"
 }
