@@ -9,12 +9,22 @@
 # A patch that only touches Documentation/ or tools/ cannot change the
 # kernel build and is not built.
 
-# checkpatch_head TREE: checkpatch --strict on the tree's HEAD commit. Files
-# written by the YNL code generator (marked "YNL-GEN") are left out: they
-# must not be edited by hand, and check_generated covers them instead.
+# checkpatch_exceptions PATCH: the checkpatch message types that
+# tooling/checkpatch-exceptions lets PATCH (a file name in patches/) have,
+# comma-separated; empty if none.
+checkpatch_exceptions()
+{
+	awk -v p="$1" '$1 == p { printf "%s%s", sep, $2; sep = "," }' \
+		"$KDEV_ROOT/tooling/checkpatch-exceptions"
+}
+
+# checkpatch_head TREE PATCH: checkpatch --strict on the tree's HEAD commit,
+# which was applied from PATCH. Files written by the YNL code generator
+# (marked "YNL-GEN") are left out: they must not be edited by hand, and
+# check_generated covers them instead.
 checkpatch_head()
 {
-	local tree=$1 f excludes=()
+	local tree=$1 ignore f excludes=()
 
 	while read -r f; do
 		if [ -f "$tree/$f" ] && grep -q '^/\* YNL-GEN' "$tree/$f"; then
@@ -29,9 +39,12 @@ checkpatch_head()
 	# UNKNOWN_COMMIT_ID: backports name the mainline commits they stand for
 	# and fold in, which this repository, holding only the Debian base, does
 	# not have.
+	ignore=FILE_PATH_CHANGES,UNKNOWN_COMMIT_ID
+	f=$(checkpatch_exceptions "$(basename "$2")")
+	[ -z "$f" ] || ignore+=",$f"
 	git -C "$tree" format-patch -1 --stdout HEAD -- . "${excludes[@]}" |
 		(cd "$tree" && scripts/checkpatch.pl --strict -q --no-summary \
-			--ignore FILE_PATH_CHANGES,UNKNOWN_COMMIT_ID - \
+			--ignore "$ignore" - \
 			2>>"$KDEV_CACHE/checkpatch.stderr")
 }
 
@@ -73,7 +86,7 @@ check_series()
 		kgit "$tree" am -q --committer-date-is-author-date "$patch" >&2 ||
 			{ kgit "$tree" am --abort >/dev/null 2>&1 || true;
 			  die "$(basename "$patch") does not apply"; }
-		if ! checkpatch_head "$tree" >&2; then
+		if ! checkpatch_head "$tree" "$patch" >&2; then
 			warn "checkpatch --strict complains about $(basename "$patch")"
 			bad=1
 		fi
