@@ -31,7 +31,7 @@ KSFT_CASE = re.compile(r"^# (?P<not>not )?ok \d+ (?P<name>[^#]*?)\s*"
 SPLAT = re.compile(
     r"WARNING:|BUG:|Oops|Kernel panic|general protection fault|"
     r"kernel BUG at|UBSAN:|INFO: task .* blocked for more than|"
-    r"rcu: INFO: .*detected stall|self-detected stall|"
+    r"rcu: INFO: .*detected (expedited )?stall|self-detected stall|"
     r"possible recursive locking|possible circular locking|"
     r"inconsistent lock state|suspicious RCU usage")
 
