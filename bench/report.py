@@ -242,8 +242,8 @@ def rr_chart(path, meta, modes, loads, agg, plt):
 
 # ---------------------------------------------------------------- GSIM
 
-GSIM_METRICS = ["iops", "p50_us", "p99_us", "intr_s", "cpu_pct", "irq_us_per_intr",
-                "delay_us"]
+GSIM_METRICS = ["iops", "p50_us", "p99_us", "intr_s", "timer_s", "cpu_pct",
+                "irq_us_per_intr", "delay_us"]
 
 
 def read_mod_stats(path):
@@ -254,6 +254,13 @@ def read_mod_stats(path):
                 if len(row) == len(header) and row[0].isdigit()]
 
 
+def read_mod_totals(path):
+    """The total_* lines of /proc/irq/soft_moderation/stats, as a dict."""
+    with open(path, encoding="ascii") as f:
+        return {w[0][len("total_"):]: int(w[1]) for w in map(str.split, f)
+                if len(w) == 2 and w[0].startswith("total_")}
+
+
 def gsim_point(point, meta):
     stat = stat_delta(point, "cpu")
     ncpu = len([c for c in read_stat(f"{point}/start-stat") if c != "cpu"])
@@ -262,17 +269,24 @@ def gsim_point(point, meta):
         ios = -int(f.read())
     with open(f"{point}/end-ios", encoding="ascii") as f:
         ios += int(f.read())
-    intr = interrupts_delta(point, meta["disk_irqs"])
-    mod = read_mod_stats(f"{point}/gsim-stats")
+    vector = interrupts_delta(point, meta["disk_irqs"])
+    start = read_mod_totals(f"{point}/start-gsim-stats")
+    end = read_mod_totals(f"{point}/end-gsim-stats")
+    # What the CPUs took: handler runs, arrivals while held back, timers
+    held = end["held"] - start["held"]
+    timers = end["timers"] - start["timers"]
+    intr = vector + held + timers
+    mod = read_mod_stats(f"{point}/end-gsim-stats")
     clat = load_json(f"{point}/fio.json")["jobs"][0]["read"]["clat_ns"]["percentile"]
     return {
         "iops": ios / secs,
         "p50_us": clat["50.000000"] / 1e3,
         "p99_us": clat["99.000000"] / 1e3,
         "intr_s": intr / secs,
+        "timer_s": timers / secs,
         "cpu_pct": 100 * busy_fraction(stat),
         # hardirq time of all CPUs (all interrupts) per disk interrupt
-        "irq_us_per_intr": stat[5] * 1e6 / USER_HZ / intr if intr else 0.0,
+        "irq_us_per_intr": stat[5] * 1e6 / USER_HZ / vector if vector else 0.0,
         # the CPUs' moderation delays at the end of the window
         "delay_us": statistics.mean(c["delay_ns"] for c in mod) / 1e3,
     }
@@ -310,12 +324,14 @@ def gsim_table(meta, modes, depths, agg, verified):
             rows.append([GSIM_MODE_TEXT[mode].format(**meta), depth,
                          cell(a["iops"], "{:.0f}"), cell(a["p50_us"], "{:.0f}"),
                          cell(a["p99_us"], "{:.0f}"), cell(a["intr_s"], "{:.0f}"),
+                         cell(a["timer_s"], "{:.0f}"),
                          cell(a["cpu_pct"], "{:.0f}"),
                          cell(a["irq_us_per_intr"], "{:.2f}"),
                          # not updated while moderation is off
                          "–" if mode == "off" else cell(a["delay_us"], "{:.0f}")])
     out = md_table(["mode", "iodepth", "IOPS", "p50 clat (us)", "p99 clat (us)",
-                    "interrupts/s", "CPU %", "hardirq us/intr", "delay (us)"], rows)
+                    "interrupts/s", "of which timers/s", "CPU %",
+                    "hardirq us/intr", "delay (us)"], rows)
     if verified:
         out += "\nVerified random writes (crc32c, file-backed disk, iodepth 32): " + \
             ", ".join(f"{m} {'ok' if ok else 'FAILED'} ({n} I/Os)"
@@ -324,19 +340,30 @@ def gsim_table(meta, modes, depths, agg, verified):
 
 
 def gsim_summary(meta, depths, agg):
+    target = meta["target_intr_rate"]
     lines = []
     for depth in depths:
         a, o = agg.get(("adaptive", depth)), agg.get(("off", depth))
-        if a and o:
-            lines.append(
-                f"- iodepth {depth}: adaptive/off interrupts/s "
-                f"{med_ratio(a, o, 'intr_s'):.2f} "
-                f"(adaptive {a['intr_s']['median']:.0f}/s, target "
-                f"{meta['target_intr_rate']}/s, delay "
-                f"{a['delay_us']['median']:.0f} us), IOPS "
-                f"{med_ratio(a, o, 'iops'):.2f}, p50 "
-                f"{med_ratio(a, o, 'p50_us'):.2f}, p99 "
-                f"{med_ratio(a, o, 'p99_us'):.2f}")
+        f = agg.get(("fixed", depth))
+        if not (a and o and f):
+            continue
+        rate, floor = a["intr_s"]["median"], f["intr_s"]["median"]
+        # Fixed mode at adaptive's largest delay: the lowest rate in reach
+        if floor <= target:
+            reach = (f"target {target}/s reachable (fixed at "
+                     f"{meta['fixed_delay_us']} us: {floor:.0f}/s); adaptive "
+                     f"{rate:.0f}/s = {rate / target:.2f} of the target")
+        else:
+            reach = (f"target {target}/s not reachable (fixed at "
+                     f"{meta['fixed_delay_us']} us takes {floor:.0f}/s, off "
+                     f"{o['intr_s']['median']:.0f}/s); adaptive {rate:.0f}/s "
+                     f"= {med_ratio(a, o, 'intr_s'):.2f} of off")
+        lines.append(
+            f"- iodepth {depth}: {reach}, delay "
+            f"{a['delay_us']['median']:.0f} us; IOPS "
+            f"{med_ratio(a, o, 'iops'):.2f}, p50 "
+            f"{med_ratio(a, o, 'p50_us'):.2f}, p99 "
+            f"{med_ratio(a, o, 'p99_us'):.2f} of off")
     # One completion per interrupt only at the shallowest queue: there the
     # hardirq time per interrupt is the handler's plus the hook's.
     for depth in depths[:1]:

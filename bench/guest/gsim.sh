@@ -20,8 +20,10 @@ out=$2
 . "$tree/tools/testing/selftests/irq_moderation/lib.sh"
 
 BENCH_DEPTHS=${BENCH_DEPTHS:-1 8 128}
-FIXED_DELAY_US=100
 ADAPTIVE_DELAY_US=200
+# Fixed mode at adaptive mode's largest delay: the most moderation can do
+# to the rate, so it tells whether the adaptive target is reachable
+FIXED_DELAY_US=$ADAPTIVE_DELAY_US
 ADAPTIVE_HARDIRQ_PERCENT=70
 MODES=(off fixed adaptive delay0)
 
@@ -84,10 +86,11 @@ point()
 	sleep 0.5
 	disk_ios "$null_disk" > "$dir/start-ios"
 	snapshot "$dir" start
+	cat "$MOD_DIR/stats" > "$dir/start-gsim-stats"
 	sleep "$BENCH_SECS"
 	disk_ios "$null_disk" > "$dir/end-ios"
 	snapshot "$dir" end
-	cat "$MOD_DIR/stats" > "$dir/gsim-stats"
+	cat "$MOD_DIR/stats" > "$dir/end-gsim-stats"
 	wait "$fio_pid"
 }
 
