@@ -473,11 +473,15 @@ def main():
                    "fio randread 4k, 2 jobs (one per CPU) on a two-queue null-co "
                    f"virtio-blk disk, {meta['secs']} s per run, {meta['reps']} runs. "
                    f"Adaptive target: {meta['target_percent']}% of the highest off-mode "
-                   "rate over the iodepths. hardirq us/intr: hardirq time of all CPUs "
+                   "rate over the iodepths. interrupts/s: what the CPUs took for the "
+                   "disk, its vector's count plus arrivals while held back plus "
+                   "GSIM's timers; a target is reachable at an iodepth where fixed "
+                   "mode at adaptive's largest delay gets below it. "
+                   "hardirq us/intr: hardirq time of all CPUs "
                    "per disk interrupt (an interrupt completes more I/Os at deeper "
                    "queues, so compare it within one iodepth). delay: the mean over the "
                    "CPUs of delay_ns in soft_moderation/stats at the end of the "
-                   "window (adaptive changes it by 1/8 or 1/16 per 5 ms epoch).", "",
+                   "window (adaptive changes it by up to 1/8 or 1/16 per 5 ms epoch).", "",
                    table, "Ratios (medians):", "", summary,
                    "![GSIM](gsim.png)", ""]
     if not data:
