@@ -25,6 +25,11 @@ KSFT_TOP = re.compile(r"^selftests: (?P<coll>\S+): (?P<test>\S+)$")
 # A test's own KTAP results, as the runner prints them: "# ok 1 name".
 KSFT_CASE = re.compile(r"^# (?P<not>not )?ok \d+ (?P<name>[^#]*?)\s*"
                        r"(?:#\s*(?P<directive>.*))?$")
+# KTAP lines of a test's own output that are not messages
+KTAP_FRAME = re.compile(r"^(TAP version \d+|1\.\.\d+|Totals: .*|"
+                        r"(not )?ok \d+ .*)$")
+# Lines of a failed case's messages shown in the summary
+CASE_DETAIL = 12
 
 # What a kernel splat looks like in the log. Lockdep and KASAN reports
 # start with "WARNING:" and "BUG:" lines; the rest are listed explicitly.
@@ -37,10 +42,11 @@ SPLAT = re.compile(
 
 
 class Result:
-    def __init__(self, name, status, note=""):
+    def __init__(self, name, status, note="", detail=()):
         self.name = name
         self.status = status    # "pass", "fail" or "skip"
         self.note = note
+        self.detail = list(detail)  # what a failed case printed
 
 
 def read_lines(path):
@@ -69,15 +75,26 @@ def skip_reason(body):
 
 
 def parse_cases(name, body):
-    """The test cases a kselftest reported in its own KTAP output."""
+    """The test cases a kselftest reported in its own KTAP output.
+
+    A case's messages are the lines the test printed after the previous
+    case's result; a failed case keeps the last CASE_DETAIL of them, so
+    that the summary says why it failed.
+    """
     cases = []
+    printed = []
     for line in body:
         m = KSFT_CASE.match(line)
         if not m:
+            text = line.lstrip("# ").strip()
+            if text and not KTAP_FRAME.match(text):
+                printed.append(text)
             continue
         status, note = directive_status(m.group("not"), m.group("directive"))
+        detail = printed[-CASE_DETAIL:] if status == "fail" else ()
         cases.append(Result(f"  {name} / {m.group('name').strip()}",
-                            status, note))
+                            status, note, detail))
+        printed = []
     return cases
 
 
@@ -190,7 +207,9 @@ def main():
         print()
         print(f"FAILED ({len(failed)}); full guest log: {res / 'console.log'}")
         for r in failed:
-            print(f"  {r.name}: {r.note}")
+            print(f"  {r.name}: {r.note}".rstrip())
+            for text in r.detail:
+                print(f"      | {text}")
         for s in splats[1:6]:
             print(f"  splat: {s}")
     counts = {s: sum(r.status == s for r in rows) for s in ("pass", "fail", "skip")}

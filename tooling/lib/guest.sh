@@ -35,13 +35,55 @@ guest_qemu_opts()
 	printf '%s\n' "${opts//@SCRATCH@/$KDEV_SCRATCH}"
 }
 
+# Guest NICs with several queues need a tap backend (QEMU's hub and user
+# networking have one queue). A "-netdev tap,...,ifname=NAME,queues=N"
+# option names a tap that guest_vng creates, multiqueue, in a network
+# namespace of its own where all such taps share one bridge: the guest's
+# NICs reach each other and nothing else, and the host's network is left
+# alone.
+KDEV_TAP_BRIDGE=kdevbr0
+
+# guest_taps QEMU_OPTS: the tap interface names the options ask for
+guest_taps()
+{
+	grep -o -- '-netdev tap,[^ ]*' <<< "$1" |
+		sed -n 's/.*[,]ifname=\([^,]*\).*/\1/p' | sort -u
+}
+
+# guest_tap_network TAP...: the bridge and the taps, in the current
+# network namespace
+guest_tap_network()
+{
+	local tap
+
+	ip link add "$KDEV_TAP_BRIDGE" type bridge || return 1
+	for tap in "$@"; do
+		ip tuntap add dev "$tap" mode tap multi_queue || return 1
+		ip link set dev "$tap" master "$KDEV_TAP_BRIDGE" up || return 1
+	done
+	ip link set dev "$KDEV_TAP_BRIDGE" up
+}
+
 # guest_vng OUT ARGS...: virtme-ng on the kernel in build directory OUT.
 guest_vng()
 {
-	local out=$1 qopts
+	local out=$1 qopts taps
 	shift
 
 	qopts=$(guest_qemu_opts)
+	mapfile -t taps < <(guest_taps "$qopts")
+	if [ "${#taps[@]}" -gt 0 ] && [ -z "${KDEV_IN_TAP_NETNS:-}" ]; then
+		# Root may make a network namespace; anyone else needs a user
+		# namespace to be root in it.
+		local own=(--net)
+		[ "$(id -u)" = 0 ] || own=(--user --map-root-user --net)
+		exec unshare "${own[@]}" -- env KDEV_IN_TAP_NETNS=1 \
+			"$KDEV_ROOT/kdev" __vng "$out" "$@"
+	fi
+	if [ "${#taps[@]}" -gt 0 ]; then
+		guest_tap_network "${taps[@]}" ||
+			die "cannot create the guest's taps ${taps[*]}"
+	fi
 	# vng runs virtme-run and friends from PATH
 	PATH="$KDEV_VENV/bin:$PATH" "$KDEV_VENV/bin/vng" --run "$out" \
 		--disable-microvm --disable-kvm \
