@@ -26,7 +26,7 @@ KSFT_TOP = re.compile(r"^selftests: (?P<coll>\S+): (?P<test>\S+)$")
 KSFT_CASE = re.compile(r"^# (?P<not>not )?ok \d+ (?P<name>[^#]*?)\s*"
                        r"(?:#\s*(?P<directive>.*))?$")
 # KTAP lines of a test's own output that are not messages
-KTAP_FRAME = re.compile(r"^(TAP version \d+|1\.\.\d+|Totals: .*|"
+KTAP_FRAME = re.compile(r"^(K?TAP version \d+|1\.\.\d+|Totals: .*|"
                         r"(not )?ok \d+ .*)$")
 # Lines of a failed case's messages shown in the summary
 CASE_DETAIL = 12
