@@ -119,6 +119,11 @@ series_dev_tree()
 	kgit "$KDEV_DEV_TREE" checkout -q -B "$KDEV_DEV_BRANCH" "$KDEV_BASE_TAG"
 	series_apply "$KDEV_DEV_TREE"
 	kgit "$KDEV_DEV_TREE" checkout -q -B "$KDEV_DEV_BRANCH"
+	# Commits made there carry the project's identity, whatever the
+	# machine's git configuration says (checkpatch wants the author's
+	# Signed-off-by)
+	git --git-dir="$KDEV_REPO" config user.name "$KDEV_IDENT_NAME"
+	git --git-dir="$KDEV_REPO" config user.email "$KDEV_IDENT_EMAIL"
 	log "developer tree ready: $KDEV_DEV_TREE (branch $KDEV_DEV_BRANCH, $(series_patches | wc -l) patches on $KDEV_BASE_TAG)"
 }
 
