@@ -4,6 +4,8 @@
 
 Inputs, all from the run's results directory:
   kselftest-NN.ktap  output of run_kselftest.sh for one test each
+  host-NAME.ktap     a test run on the host (package_install_boot), in the
+                     same format
   dmesg.txt       the guest kernel log (KUnit KTAP, splats)
   console.log     the whole QEMU console (splats, if the guest died early)
 
@@ -153,6 +155,18 @@ def find_splats(*logs):
     return seen
 
 
+def guest_rows(status, dmesg, console):
+    """Whether the guest finished, and whether its log is free of splats."""
+    finished = dmesg is not None
+    reason = ("guest did not finish: timed out" if status == 124
+              else f"guest did not finish (exit {status})")
+    splats = find_splats(dmesg, console)
+    return [Result("guest run completed", "pass" if finished else "fail",
+                   "" if finished else reason),
+            Result("kernel log free of splats", "fail" if splats else "pass",
+                   splats[0] if splats else "")]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("results", help="results directory of the guest run")
@@ -162,12 +176,15 @@ def main():
                     help="KUnit suites are built in and must report")
     ap.add_argument("--guest-status", type=int, default=0,
                     help="exit status of the guest run")
+    ap.add_argument("--no-guest", action="store_true",
+                    help="no guest ran (only host tests were selected)")
     args = ap.parse_args()
     res = Path(args.results)
 
     rows = []
     ksft = {}
-    for path in sorted(res.glob("kselftest-*.ktap")):
+    for path in sorted(res.glob("kselftest-*.ktap")) + \
+            sorted(res.glob("host-*.ktap")):
         name, rows_of_test = parse_kselftest(read_lines(path))
         if name:
             ksft[name] = rows_of_test
@@ -185,17 +202,9 @@ def main():
     if args.kunit_expected and not kunit:
         rows.append(Result("kunit", "fail", "no KUnit results in the kernel log"))
 
-    finished = dmesg is not None
-    reason = ("guest did not finish: timed out" if args.guest_status == 124
-              else f"guest did not finish (exit {args.guest_status})")
-    rows.append(Result("guest run completed",
-                       "pass" if finished else "fail",
-                       "" if finished else reason))
-
+    if not args.no_guest:
+        rows.extend(guest_rows(args.guest_status, dmesg, console))
     splats = find_splats(dmesg, console)
-    rows.append(Result("kernel log free of splats",
-                       "fail" if splats else "pass",
-                       splats[0] if splats else ""))
 
     width = max(len(r.name) for r in rows)
     print(f"{'test':<{width}}  result  note")
@@ -205,7 +214,8 @@ def main():
     failed = [r for r in rows if r.status == "fail"]
     if failed:
         print()
-        print(f"FAILED ({len(failed)}); full guest log: {res / 'console.log'}")
+        logs = "" if args.no_guest else f"; full guest log: {res / 'console.log'}"
+        print(f"FAILED ({len(failed)}){logs}")
         for r in failed:
             print(f"  {r.name}: {r.note}".rstrip())
             for text in r.detail:

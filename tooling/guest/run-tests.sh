@@ -17,6 +17,18 @@ export PATH=${KDEV_GUEST_PATH:+$KDEV_GUEST_PATH:}/usr/local/sbin:/usr/local/bin:
 mkdir -p "$results"
 uname -r > "$results/uname.txt"
 
+# The NICs this run owns (KDEV_TEST_MACS: their MACs in tests/qemu-opts),
+# by name, for the tests that move NICs into namespaces or reconfigure
+# them: they take only NICs they are given.
+nics=()
+for mac in ${KDEV_TEST_MACS:-}; do
+	for dev in /sys/class/net/*; do
+		[ "$(cat "$dev/address" 2>/dev/null)" = "$mac" ] && nics+=("${dev##*/}")
+	done
+done
+export VIRTIO_NET_NICS="${nics[*]}"
+echo "kdev-guest: NICs for the tests: ${VIRTIO_NET_NICS:-none}"
+
 # The kselftest timeouts (45 s unless a collection's settings file says
 # otherwise) are set for real hardware; under TCG with a debug kernel the
 # same work takes many times as long, so no test gets less than this.

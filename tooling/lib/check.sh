@@ -8,6 +8,12 @@
 # options, so about twice as fast to compile) in its own directory, "check".
 # A patch that only touches Documentation/ or tools/ cannot change the
 # kernel build and is not built.
+#
+# Our configs build a small part of the kernel. Once the whole series is
+# applied, every C file that uses a struct or symbol the series changes in
+# include/ is compiled with Debian's own config as well, so that a user's
+# full build (./kdev package) does not break on a driver we never built.
+# Only the final tree is built so: it is too big to build per patch.
 
 # checkpatch_exceptions PATCH: the checkpatch message types that
 # tooling/checkpatch-exceptions lets PATCH (a file name in patches/) have,
@@ -68,6 +74,51 @@ touches_kernel()
 		grep -qv -e '^Documentation/' -e '^tools/'
 }
 
+# changed_users TREE: the C files that use what the series changes in
+# include/ (tooling/changed_symbols.py), architectures other than x86 and
+# what the kernel build does not compile left out
+changed_users()
+{
+	local tree=$1 pattern pats=()
+
+	while read -r pattern; do
+		pats+=(-e "$pattern")
+	done < <(/usr/bin/python3 "$KDEV_ROOT/tooling/changed_symbols.py" \
+			"$tree" "$KDEV_BASE_TAG")
+	[ "${#pats[@]}" -gt 0 ] || return 0
+	git -C "$tree" grep -l -w "${pats[@]}" -- '*.c' |
+		awk '!/^(tools|Documentation|samples|scripts|usr)\// &&
+		     (!/^arch\// || /^arch\/x86\//)'
+}
+
+# check_debian_objects TREE: compile the objects of changed_users that
+# Debian's config builds. Kbuild would compile any object asked for by name
+# (with the flags of its directory, even where the config builds nothing),
+# so the objects Debian builds are first read from a dry run of the
+# directories that hold them.
+check_debian_objects()
+{
+	local tree=$1 out=$KDEV_OUT/check-debian start=$SECONDS files dirs objs
+
+	mapfile -t files < <(changed_users "$tree")
+	[ "${#files[@]}" -gt 0 ] || return 0
+	package_config "$tree" "$(package_debian_config)" "$out"
+	kmake "$tree" "$out" prepare > "$out/debian-objects.log" 2>&1 ||
+		{ tail -n 20 "$out/debian-objects.log" >&2; die "make prepare failed with Debian's config"; }
+	mapfile -t dirs < <(printf '%s/\n' "${files[@]%/*}" | sort -u)
+	# -n: the commands make would run; compilations name their object
+	mapfile -t objs < <(kmake "$tree" "$out" -n -k "${dirs[@]}" 2>/dev/null |
+		grep -oE -- ' -o [^ ]+\.o ' | awk '{ print $2 }' | sort -u |
+		comm -12 - <(printf '%s\n' "${files[@]/%.c/.o}" | sort -u))
+	log "compiling ${#objs[@]} of the ${#files[@]} users of what the series changes in include/ (the rest is not in Debian's config), with Debian's config"
+	[ "${#objs[@]}" -gt 0 ] || return 0
+	if ! kmake "$tree" "$out" -k "${objs[@]}" >> "$out/debian-objects.log" 2>&1; then
+		grep -E 'error|Error' "$out/debian-objects.log" | head -n 30 >&2
+		die "users of what the series changes fail to build with Debian's config (see $out/debian-objects.log)"
+	fi
+	log "built with Debian's config in $((SECONDS - start)) s"
+}
+
 check_series()
 {
 	local patch n=0 bad=0 total start=$SECONDS
@@ -98,6 +149,7 @@ check_series()
 	done < <(series_patches)
 
 	check_generated "$tree"
+	check_debian_objects "$tree"
 	[ "$bad" = 0 ] || die "series check failed: checkpatch"
 	log "series check passed: $total patches apply, build and are checkpatch clean ($((SECONDS - start)) s)"
 }

@@ -64,6 +64,14 @@ guest_tap_network()
 	ip link set dev "$KDEV_TAP_BRIDGE" up
 }
 
+# guest_test_macs: the MAC addresses tests/qemu-opts gives the guest's
+# NICs; the NICs the tests may take over (run-tests.sh names them in
+# VIRTIO_NET_NICS)
+guest_test_macs()
+{
+	guest_qemu_opts | grep -o 'mac=[0-9a-f:]*' | cut -d= -f2 | tr '\n' ' '
+}
+
 # guest_vng OUT ARGS...: virtme-ng on the kernel in build directory OUT.
 guest_vng()
 {

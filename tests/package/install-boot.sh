@@ -1,0 +1,250 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# package_install_boot: the packages "./kdev package" made are installed
+# with dpkg -i into a minimal Debian root filesystem made with mmdebstrap
+# (which has Debian's own kernel), that filesystem is booted from its own
+# disk under QEMU with the package's kernel, and guest-init.sh checks from
+# inside (see there). Then the image boots its own kernel once more, to
+# show that removing the package left it working.
+#
+# The image also gets a multiqueue virtio-net NIC and the installed
+# kselftests, for the one case the test guest cannot run: a guest whose
+# root is on virtio 9p cannot suspend, this one can (guest-init.sh).
+#
+# usage: install-boot.sh WORK_DIR CACHE_DIR KERNEL_TREE KSELFTESTS DEB...
+#   WORK_DIR    emptied, then holds the image and the consoles
+#   CACHE_DIR   keeps the Debian root filesystem between runs
+#   KERNEL_TREE source of the YNL CLI and the netdev spec copied in
+#   KSELFTESTS  an installed kselftest tree (make install), copied in
+#   DEB...      the linux-image and linux-headers packages to install
+#
+# Prints the result in the format of the kselftest runner (the test's own
+# KTAP indented with "# ", then one line for the test), which the report
+# reads like a kselftest's.
+
+set -uo pipefail
+
+SUITE=bookworm
+IMAGE_PACKAGES=linux-image-amd64,kmod,iproute2,ethtool,python3,python3-yaml
+IMAGE_SIZE=3G
+BOOT_TIMEOUT=900
+INIT=/usr/local/sbin/kdev-package-init
+# The second boot's init: which kernel runs, into /kdev-own-kernel
+OWN_INIT=/usr/local/sbin/kdev-own-init
+NAME="selftests: host: package_install_boot"
+# The NIC: a multiqueue tap, in a network namespace of the boot's own
+TAP=kdevpkg0
+NIC_QUEUES=2
+
+work=$1
+cache=$2
+tree=$3
+kselftests=$4
+shift 4
+debs=("$@")
+here=$(dirname "$(readlink -f "$0")")
+root=$work/root
+image=$work/disk.img
+n=0
+failed=0
+
+msg()
+{
+	printf '# # %s\n' "$*"
+}
+
+case_result()
+{
+	n=$((n + 1))
+	if [ "$1" = 0 ]; then
+		printf '# ok %d %s\n' "$n" "$2"
+	else
+		printf '# not ok %d %s\n' "$n" "$2"
+		failed=1
+	fi
+}
+
+finish()
+{
+	printf '# 1..%d\n' "$n"
+	if [ "$failed" = 0 ]; then
+		printf 'ok 1 %s\n' "$NAME"
+	else
+		printf 'not ok 1 %s\n' "$NAME"
+	fi
+	exit 0
+}
+
+skip_all()
+{
+	msg "SKIP: $*"
+	printf 'ok 1 %s # SKIP %s\n' "$NAME" "$*"
+	exit 0
+}
+
+# tail_of FILE: its last lines, as diagnostics
+tail_of()
+{
+	tail -n 15 "$1" 2>/dev/null | tr -d '\r' | while IFS= read -r line; do
+		msg "  $line"
+	done
+}
+
+# base_rootfs: a tarball of the Debian root filesystem, made once
+base_rootfs()
+{
+	local tar
+
+	tar=$cache/$SUITE-$(echo "$IMAGE_PACKAGES" | sha256sum | cut -c1-12).tar
+	if [ ! -s "$tar" ]; then
+		# one at a time: drop those of other package lists
+		rm -f "$cache/$SUITE"-*.tar
+		mkdir -p "$cache"
+		mmdebstrap --quiet --mode=root --variant=minbase --format=tar \
+			--include="$IMAGE_PACKAGES" "$SUITE" "$tar.tmp" \
+			> "$work/mmdebstrap.log" 2>&1 || return 1
+		mv "$tar.tmp" "$tar"
+	fi
+	printf '%s\n' "$tar"
+}
+
+# in_root COMMAND...: COMMAND chrooted in the root filesystem, with /proc
+# and /dev mounted in a mount namespace of its own
+in_root()
+{
+	# shellcheck disable=SC2016 # expanded by the inner shell
+	unshare --mount --fork -- sh -c '
+		mount -t proc proc "$0/proc" && mount --rbind /dev "$0/dev" &&
+		exec chroot "$0" "$@"' "$root" "$@"
+}
+
+# install_packages: sets KREL, DEBIAN_KREL
+install_packages()
+{
+	local deb names=()
+
+	mkdir -p "$root/tmp/debs"
+	for deb in "${debs[@]}"; do
+		cp "$deb" "$root/tmp/debs/"
+		names+=("/tmp/debs/${deb##*/}")
+		case "$(dpkg-deb -f "$deb" Package)" in
+		linux-image-*-dbg) ;;
+		linux-image-*) KREL=$(dpkg-deb -f "$deb" Package | sed 's/^linux-image-//') ;;
+		esac
+	done
+	DEBIAN_KREL=$(find "$root/lib/modules" -mindepth 1 -maxdepth 1 -printf '%f\n' | head -n 1)
+	msg "image's kernel $DEBIAN_KREL; installing ${names[*]##*/}"
+	[ -n "${KREL:-}" ] && [ -n "$DEBIAN_KREL" ] || return 1
+	DEBIAN_FRONTEND=noninteractive in_root dpkg -i "${names[@]}" \
+		< /dev/null > "$work/dpkg.log" 2>&1 || return 1
+	rm -rf "$root/tmp/debs"
+	[ -f "$root/boot/vmlinuz-$KREL" ]
+}
+
+# add_checks: what the guest runs, and what it needs to know
+add_checks()
+{
+	install -m 755 "$here/guest-init.sh" "$root$INIT" &&
+	printf '%s\n' '#!/bin/sh' 'mount -t proc proc /proc' \
+		'uname -r > /kdev-own-kernel' sync 'mount -o remount,ro /' \
+		'echo o > /proc/sysrq-trigger' 'sleep 30' > "$root$OWN_INIT" &&
+	chmod 755 "$root$OWN_INIT" &&
+	printf 'KREL=%s\nDEBIAN_KREL=%s\n' "$KREL" "$DEBIAN_KREL" \
+		> "$root/kdev-package.env" &&
+	mkdir -p "$root/opt/kdev/ynl" &&
+	cp -r "$tree/tools/net/ynl/cli.py" "$tree/tools/net/ynl/lib" \
+		"$root/opt/kdev/ynl/" &&
+	cp "$tree/Documentation/netlink/specs/netdev.yaml" "$root/opt/kdev/" &&
+	cp -r "$kselftests" "$root/opt/kdev/kselftest"
+}
+
+# boot KERNEL INITRD CONSOLE INIT: the image, from its own disk
+boot()
+{
+	local initrd=()
+
+	[ -n "$2" ] && initrd=(-initrd "$2")
+	# shellcheck disable=SC2016 # expanded by the inner shell
+	# --foreground: QEMU stays in the caller's process group, so that an
+	# interrupted run does not leave it behind
+	timeout --foreground -k 10 "$BOOT_TIMEOUT" unshare --net -- sh -c '
+		ip tuntap add dev "$0" mode tap multi_queue &&
+		ip link set dev "$0" up && exec "$@"' "$TAP" \
+		qemu-system-x86_64 -accel tcg -m 1G -smp 2 -nographic -no-reboot \
+		-kernel "$1" "${initrd[@]}" \
+		-drive file="$image",format=raw,if=virtio \
+		-netdev tap,id=n0,ifname="$TAP",script=no,downscript=no,queues="$NIC_QUEUES" \
+		-device virtio-net-pci,netdev=n0,mq=on,vectors=$((2 * NIC_QUEUES + 2)) \
+		-append "console=ttyS0 root=/dev/vda rw init=$4 panic=-1 quiet" \
+		< /dev/null > "$3" 2>&1
+}
+
+# from_image PATH: a file of the (powered off) image
+from_image()
+{
+	debugfs -R "cat $1" "$image" 2>/dev/null
+}
+
+printf '# KTAP version 1\n'
+[ "$(id -u)" = 0 ] || skip_all "needs root (mmdebstrap, chroot, image ownership)"
+rm -rf "$work"
+mkdir -p "$work" "$root"
+
+if tar=$(base_rootfs); then
+	msg "Debian $SUITE root filesystem: $tar"
+	tar -xf "$tar" -C "$root" --numeric-owner
+	case_result $? "Debian root filesystem made with mmdebstrap"
+else
+	tail_of "$work/mmdebstrap.log"
+	case_result 1 "Debian root filesystem made with mmdebstrap"
+	finish
+fi
+
+install_packages
+rc=$?
+[ "$rc" = 0 ] || tail_of "$work/dpkg.log"
+case_result "$rc" "packages installed with dpkg -i"
+[ "$rc" = 0 ] || finish
+
+add_checks && mkfs.ext4 -q -F -L kdevroot -d "$root" "$image" "$IMAGE_SIZE" \
+	> "$work/mkfs.log" 2>&1
+rc=$?
+[ "$rc" = 0 ] || tail_of "$work/mkfs.log"
+case_result "$rc" "disk image made"
+
+start=$SECONDS
+boot "$root/boot/vmlinuz-$KREL" "" "$work/console.log" "$INIT"
+rc=$?
+msg "package's kernel: QEMU ended with $rc after $((SECONDS - start)) s"
+ktap=$(from_image /kdev-package.ktap)
+plan=$(sed -n 's/^1\.\.\([0-9]*\)$/\1/p' <<< "$ktap")
+results=$(grep -cE '^(not )?ok [0-9]+ ' <<< "$ktap")
+if [ "$rc" = 0 ] && [ -n "$plan" ] && [ "$results" = "$plan" ] &&
+   grep -qx '# done' <<< "$ktap"; then
+	# The guest's own results become this test's cases
+	while IFS= read -r line; do
+		case "$line" in
+		"ok "*)	case_result 0 "${line#ok [0-9]* }" ;;
+		"not ok "*) case_result 1 "${line#not ok [0-9]* }" ;;
+		"# "*)	msg "${line#\# }" ;;
+		esac
+	done <<< "$ktap"
+else
+	msg "the guest did not finish its checks (${results:-0} of ${plan:-?} results); its console ended with:"
+	tail_of "$work/console.log"
+	case_result 1 "guest booted the package's kernel and checked it"
+	finish
+fi
+
+# The image's own kernel, as the image holds it after the removal
+start=$SECONDS
+debugfs -R "dump /boot/vmlinuz-$DEBIAN_KREL $work/own-vmlinuz" "$image" > /dev/null 2>&1
+debugfs -R "dump /boot/initrd.img-$DEBIAN_KREL $work/own-initrd" "$image" > /dev/null 2>&1
+boot "$work/own-vmlinuz" "$work/own-initrd" "$work/console-own.log" "$OWN_INIT"
+own=$(from_image /kdev-own-kernel)
+msg "image's own kernel: ${own:-no answer} after $((SECONDS - start)) s"
+[ "$own" = "$DEBIAN_KREL" ] || tail_of "$work/console-own.log"
+[ "$own" = "$DEBIAN_KREL" ]
+case_result $? "the image's own kernel boots after the removal"
+finish

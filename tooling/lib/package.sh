@@ -1,0 +1,195 @@
+# shellcheck shell=bash
+# Installable Debian packages of the patched kernel, made with the kernel's
+# own "make bindeb-pkg" (./kdev package; README.md, "Installing").
+
+# The package's kernel release is the base version plus this, so that it
+# installs beside Debian's kernels (whose releases end in -amd64), never over
+# them.
+KDEV_PKG_LOCALVERSION=-adaptive-irq
+KDEV_PKG_OUT=$KDEV_OUT/package
+# package_install_boot's packages, from tests/package.config
+KDEV_PKG_TEST_OUT=$KDEV_OUT/package-test
+KDEV_PKG_TEST=host:package_install_boot
+# Debian's own configuration of the base kernel, when /boot has none
+KDEV_PKG_CONFIG_PACKAGE=linux-config-6.12
+KDEV_PKG_CONFIG_FLAVOUR=amd64_none_amd64
+# What bindeb-pkg needs on top of the kernel build's packages
+KDEV_PKG_APT_PACKAGES=(dpkg-dev debhelper)
+
+# package_debian_config: Debian's config of the base's kernel version,
+# from the linux-config package; prints its path.
+package_debian_config()
+{
+	local dl=$KDEV_CACHE/dl version deb config
+
+	version=$(base_version)
+	config=$KDEV_CACHE/package-config/debian-$version.config
+	if [ ! -s "$config" ]; then
+		mkdir -p "$dl" "${config%/*}"
+		deb=$(find "$dl" -maxdepth 1 -name "${KDEV_PKG_CONFIG_PACKAGE}_${version}_*.deb")
+		if [ -z "$deb" ]; then
+			log "downloading $KDEV_PKG_CONFIG_PACKAGE=$version"
+			(cd "$dl" && apt-get download -q \
+				"$KDEV_PKG_CONFIG_PACKAGE=$version" >&2 2>/dev/null) ||
+				die "cannot download $KDEV_PKG_CONFIG_PACKAGE $version (apt-get update?)"
+			deb=$(find "$dl" -maxdepth 1 -name "${KDEV_PKG_CONFIG_PACKAGE}_${version}_*.deb")
+		fi
+		dpkg-deb --fsys-tarfile "$deb" |
+			tar -xO --wildcards "*/config.$KDEV_PKG_CONFIG_FLAVOUR.xz" |
+			xz -d > "$config.tmp" || die "no $KDEV_PKG_CONFIG_FLAVOUR config in $deb"
+		mv "$config.tmp" "$config"
+	fi
+	printf '%s\n' "$config"
+}
+
+# package_default_config: the running kernel's config if /boot has it, else
+# Debian's; prints its path.
+package_default_config()
+{
+	local running
+
+	running=/boot/config-$(uname -r)
+	if [ -r "$running" ]; then
+		printf '%s\n' "$running"
+	else
+		package_debian_config
+	fi
+}
+
+# package_config TREE CONFIG OUT: OUT/.config is CONFIG with the series'
+# options and the package's local version merged in.
+package_config()
+{
+	local tree=$1 config=$2 out=$3 version keys
+
+	mkdir -p "$out"
+	version=$out/version.config
+	printf '%s\n' "CONFIG_LOCALVERSION=\"$KDEV_PKG_LOCALVERSION\"" \
+		'# CONFIG_LOCALVERSION_AUTO is not set' > "$version"
+	# Debian's configs name its signing certificates, which a source tree
+	# does not have; module signing keys are made by the build. (Configs
+	# without these options do not get them.)
+	keys=$out/keys.config
+	printf '%s\n' 'CONFIG_SYSTEM_TRUSTED_KEYS=""' \
+		'CONFIG_SYSTEM_REVOCATION_KEYS=""' > "$keys"
+	(cd "$tree" && ARCH=x86_64 scripts/kconfig/merge_config.sh -O "$out" \
+		"$config" "$KDEV_ROOT/config/series.config" "$version" "$keys") \
+		> "$out/merge_config.log" 2>&1 ||
+		{ tail -n 20 "$out/merge_config.log" >&2; die "merge_config.sh failed on $config"; }
+	check_fragments "$out/.config" "$KDEV_ROOT/config/series.config" "$version"
+}
+
+# package_build TREE CONFIG OUT: build the packages from CONFIG (a whole
+# kernel config) in OUT/build; prints the paths of the .deb files made,
+# which dpkg-buildpackage leaves in OUT.
+package_build()
+{
+	local tree=$1 config=$2 pkgs=$3 build=$3/build start=$SECONDS
+
+	apt_ensure "${KDEV_PKG_APT_PACKAGES[@]}"
+	package_config "$tree" "$config" "$build"
+	rm -f "$pkgs"/*.deb "$pkgs"/*.buildinfo "$pkgs"/*.changes
+	log "building Debian packages in $build"
+	# An empty LOCALVERSION keeps setlocalversion from adding "+" for a
+	# source tree that is not a release tag.
+	kmake "$tree" "$build" LOCALVERSION= bindeb-pkg > "$build/package.log" 2>&1 ||
+		{ grep -E 'error|Error' "$build/package.log" | head -n 30 >&2
+		  tail -n 20 "$build/package.log" >&2
+		  die "make bindeb-pkg failed (full log: $build/package.log)"; }
+	# linux-libc-dev would replace Debian's C library headers
+	rm -f "$pkgs"/linux-libc-dev_*.deb
+	log "packages built in $((SECONDS - start)) s"
+	find "$pkgs" -maxdepth 1 -name '*.deb' | sort
+}
+
+# package_release DEB: the kernel release a linux-image package installs
+package_release()
+{
+	dpkg-deb -f "$1" Package | sed 's/^linux-image-//'
+}
+
+cmd_package()
+{
+	local config='' debs release
+
+	while [ $# -gt 0 ]; do
+		case "$1" in
+		--config)
+			[ $# -ge 2 ] || die "--config needs a file"
+			config=$(readlink -f "$2")
+			shift 2
+			;;
+		*)
+			die "usage: kdev package [--config FILE]"
+			;;
+		esac
+	done
+	host_deps
+	series_build_tree
+	[ -n "$config" ] || config=$(package_default_config)
+	[ -r "$config" ] || die "cannot read $config"
+	log "config: $config, with config/series.config merged"
+	debs=$(package_build "$KDEV_BUILD_TREE" "$config" "$KDEV_PKG_OUT")
+	printf '%s\n' "$debs"
+	release=$(package_release "$(grep '/linux-image-' <<< "$debs" |
+				     grep -v -e '-dbg_' | head -n 1)")
+	cat <<EOF
+
+Install beside the running kernel:
+  sudo dpkg -i $KDEV_PKG_OUT/linux-image-${release}_*.deb $KDEV_PKG_OUT/linux-headers-${release}_*.deb
+Remove (Debian's kernels stay):
+  sudo dpkg -r linux-image-$release linux-headers-$release
+EOF
+}
+
+# package_test RESULTS: package_install_boot (tests/package/install-boot.sh)
+# on packages of the small test config, into RESULTS/host-package.ktap. A
+# step that dies fails the test, not the whole run.
+package_test()
+{
+	local ktap=$1/host-package.ktap log=$KDEV_PKG_TEST_OUT.log rc=0
+
+	rm -f "$ktap"
+	mkdir -p "$KDEV_PKG_TEST_OUT"
+	(package_test_run "$1") 2>&1 | tee "$log" >&2 || rc=$?
+	if [ "$rc" != 0 ] && [ ! -s "$ktap" ]; then
+		printf '%s\n' "# # $(grep -m1 '^ERROR: ' "$log" || echo "failed, see $log")" \
+			"# not ok 1 the package test's set-up" \
+			"not ok 1 selftests: ${KDEV_PKG_TEST/:/: }" > "$ktap"
+	fi
+}
+
+package_test_run()
+{
+	local results=$1 config=$KDEV_PKG_TEST_OUT/test.config debs deb
+	local install=() start=$SECONDS
+
+	apt_ensure mmdebstrap e2fsprogs
+	log "package_install_boot: packages of the test config, installed and booted"
+	mkdir -p "$KDEV_PKG_TEST_OUT/config"
+	if ! (cd "$KDEV_BUILD_TREE" && ARCH=x86_64 scripts/kconfig/merge_config.sh \
+		-n -O "$KDEV_PKG_TEST_OUT/config" "$KDEV_ROOT/config/guest.config" \
+		"$KDEV_ROOT/tests/package.config") > "$KDEV_PKG_TEST_OUT/config.log" 2>&1; then
+		die "cannot make the package test's config (see $KDEV_PKG_TEST_OUT/config.log)"
+	fi
+	cp "$KDEV_PKG_TEST_OUT/config/.config" "$config"
+	check_fragments "$config" "$KDEV_ROOT/tests/package.config"
+	# A build failure is the test's failure, not the run's
+	if ! debs=$(package_build "$KDEV_BUILD_TREE" "$config" "$KDEV_PKG_TEST_OUT"); then
+		printf '%s\n' "# # see $KDEV_PKG_TEST_OUT/build/package.log" \
+			"# not ok 1 packages built with make bindeb-pkg" \
+			"not ok 1 selftests: ${KDEV_PKG_TEST/:/: }" > "$results/host-package.ktap"
+		return 0
+	fi
+	while read -r deb; do
+		case "$(dpkg-deb -f "$deb" Package)" in
+		linux-image-*-dbg) ;;
+		linux-image-*|linux-headers-*) install+=("$deb") ;;
+		esac
+	done <<< "$debs"
+	"$KDEV_ROOT/tests/package/install-boot.sh" "$KDEV_PKG_TEST_OUT/run" \
+		"$KDEV_CACHE/package-image" "$KDEV_BUILD_TREE" \
+		"$KDEV_OUT/debug/kselftest_install" "${install[@]}" \
+		> "$results/host-package.ktap"
+	log "package_install_boot took $((SECONDS - start)) s"
+}
