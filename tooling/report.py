@@ -4,6 +4,7 @@
 
 Inputs, all from the run's results directory:
   kselftest-NN.ktap  output of run_kselftest.sh for one test each
+  kselftest-user-NN.ktap  a test of user/, in the same format
   host-NAME.ktap     a test run on the host (package_install_boot), in the
                      same format
   dmesg.txt       the guest kernel log (KUnit KTAP, splats)

@@ -1,6 +1,7 @@
 #!/bin/bash
 # Runs inside the guest: the selected kselftests through the kernel's own
-# run_kselftest.sh, then a copy of the kernel log (KUnit reports there).
+# run_kselftest.sh, the tests of user/, then a copy of the kernel log
+# (KUnit reports there).
 #
 # usage: run-tests.sh RESULTS_DIR KSELFTEST_INSTALL_DIR collection:test...
 #
@@ -62,5 +63,26 @@ for t in "$@"; do
 	cat "/tmp/${t##*:}" >> "$out" 2>/dev/null
 done
 echo "kdev-guest: kselftests done"
+
+# The tests of user/ (KDEV_USER_TESTS: file names in KDEV_USER_DIR, the
+# programs built in KDEV_USER_BUILD), in the runner's format: the test's
+# own KTAP as "# " lines, then its result as "selftests: user: NAME".
+n=0
+for t in ${KDEV_USER_TESTS:-}; do
+	n=$((n + 1))
+	out=$results/kselftest-user-$(printf %02d "$n").ktap
+	echo "kdev-guest: user:$t"
+	rc=0
+	USER_BUILD=$KDEV_USER_BUILD KSFT_DIR=$ksft \
+		timeout "$min_timeout" "$KDEV_USER_DIR/$t" > "$out.log" 2>&1 || rc=$?
+	sed 's/^/# /' "$out.log" > "$out"
+	rm -f "$out.log"
+	case $rc in
+	0) echo "ok 1 selftests: user: $t" ;;
+	4) echo "ok 1 selftests: user: $t # SKIP" ;;
+	124) echo "not ok 1 selftests: user: $t # TIMEOUT $min_timeout seconds" ;;
+	*) echo "not ok 1 selftests: user: $t # exit=$rc" ;;
+	esac >> "$out"
+done
 dmesg > "$results/dmesg.txt"
 echo "kdev-guest: done"

@@ -11,6 +11,17 @@ selection()
 	grep -v -e '^[[:space:]]*#' -e '^[[:space:]]*$' -e '^only ' "$KDEV_KSELFTESTS"
 }
 
+# user_tests: the tests of the programs for users (user/), as
+# "user:NAME"; they run in the guest after the kselftests.
+user_tests()
+{
+	local t
+
+	for t in "$KDEV_ROOT"/user/tests/*.sh; do
+		[ -x "$t" ] && echo "user:${t##*/}"
+	done
+}
+
 # selection_collections: the kselftest collections (TARGETS) to build.
 selection_collections()
 {
@@ -201,4 +212,12 @@ build_selftests()
 			warn "selected kselftest $c:$t was not built (see $out/kselftest-build.log)"
 	done
 	log "kselftests built in $((SECONDS - start)) s"
+}
+
+# build_user OUT: the programs of user/ and their test helpers, into
+# OUT/user. A build failure is reported by the tests, which then skip.
+build_user()
+{
+	make -C "$KDEV_ROOT/user" O="$1/user" tests > "$1/user-build.log" 2>&1 ||
+		warn "user/ did not build (see $1/user-build.log)"
 }
