@@ -92,6 +92,7 @@ host_deps()
 		"$KDEV_VENV/bin/pip" install -q "virtme-ng==$KDEV_VNG_VERSION"
 	fi
 	host_guest_tools
+	host_guest_programs
 }
 
 # Programs the guest runs that must be newer than Debian 12's: ethtool 6.1
@@ -100,9 +101,17 @@ host_deps()
 # against a glibc that Debian 12 has; unpacked into the cache, not
 # installed, it is put first in the guest's PATH.
 KDEV_GUEST_TOOLS=$KDEV_CACHE/guest-tools
-KDEV_GUEST_PATH=$KDEV_GUEST_TOOLS/usr/sbin:$KDEV_GUEST_TOOLS/usr/bin
 KDEV_GUEST_TOOLS_SUITE=trixie
 KDEV_GUEST_TOOLS_PACKAGES=(ethtool)
+
+# Programs only the guest runs (memcached, for the tests of user/), from
+# the host's own Debian release: unpacked into the cache rather than
+# installed, so that no service of theirs starts on the host. The
+# libraries they need are installed (KDEV_GUEST_PROGRAMS_LIBS).
+KDEV_GUEST_PROGRAMS=$KDEV_CACHE/guest-programs
+KDEV_GUEST_PROGRAMS_PACKAGES=(memcached)
+KDEV_GUEST_PROGRAMS_LIBS=(libevent-2.1-7 libsasl2-2)
+KDEV_GUEST_PATH=$KDEV_GUEST_TOOLS/usr/sbin:$KDEV_GUEST_TOOLS/usr/bin:$KDEV_GUEST_PROGRAMS/usr/bin
 
 # host_guest_tools: unpack the guest's newer tools, once.
 host_guest_tools()
@@ -130,6 +139,30 @@ host_guest_tools()
 	"$KDEV_GUEST_TOOLS/usr/sbin/ethtool" --version >/dev/null ||
 		die "$KDEV_GUEST_TOOLS_SUITE's ethtool does not run here"
 	touch "$KDEV_GUEST_TOOLS/.done"
+}
+
+# host_guest_programs: unpack the programs only the guest runs, once.
+host_guest_programs()
+{
+	local dl=$KDEV_CACHE/dl/guest-programs pkg deb
+
+	[ -f "$KDEV_GUEST_PROGRAMS/.done" ] && return 0
+	apt_ensure "${KDEV_GUEST_PROGRAMS_LIBS[@]}"
+	log "fetching ${KDEV_GUEST_PROGRAMS_PACKAGES[*]} for the guest"
+	mkdir -p "$dl" "$KDEV_GUEST_PROGRAMS"
+	for pkg in "${KDEV_GUEST_PROGRAMS_PACKAGES[@]}"; do
+		if ! (cd "$dl" && apt-get -q download "$pkg" >/dev/null 2>&1); then
+			apt-get update -q >/dev/null
+			(cd "$dl" && apt-get -q download "$pkg" >/dev/null 2>&1) ||
+				die "cannot download $pkg"
+		fi
+		deb=$(find "$dl" -maxdepth 1 -name "${pkg}_*.deb" | sort | tail -n 1)
+		dpkg-deb -x "$deb" "$KDEV_GUEST_PROGRAMS"
+		log "  $pkg $(dpkg-deb -f "$deb" Version)"
+	done
+	"$KDEV_GUEST_PROGRAMS/usr/bin/memcached" --version >/dev/null ||
+		die "the unpacked memcached does not run here"
+	touch "$KDEV_GUEST_PROGRAMS/.done"
 }
 
 KDEV_VNG_VERSION=1.42

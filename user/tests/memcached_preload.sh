@@ -1,0 +1,190 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# memcached, which never sets EPIOCSPARAMS, under libepoll-busy-poll.so:
+# its epoll instances must suspend the IRQ of the NAPI its connections
+# arrive on. Two virtio-net NICs on one network (VIRTIO_NET_NICS, as for
+# the kselftests in drivers/net): the first in a server namespace with one
+# queue pair, so that every connection is that queue's NAPI, whose
+# napi-set values are those IRQ suspension needs (IRQ deferral and a long
+# irq-suspend-timeout); the second in a client namespace, from which
+# mc_load.py sends pipelined set and get requests over several
+# connections and checks every reply.
+#
+# The evidence is the one busy_poll_test.sh uses for its timers: while the
+# NAPI is suspended its timer is armed with irq-suspend-timeout, otherwise
+# with gro-flush-timeout at most. The pending NAPI timers are sampled from
+# /proc/timer_list during the load: without the library no timer may be
+# seen with more than SUSPEND_SEEN_NS left; with it, such timers must be
+# seen. memcached suspends after each epoll_wait() that returns events
+# and resumes at the next that finds none, so the long timer is pending
+# while it handles a batch of requests: a sizeable share of the time
+# under this load.
+#
+# usage: memcached_preload.sh (env: USER_BUILD, the build directory of
+# user/; KSFT_DIR, an installed kselftest tree with net/; VIRTIO_NET_NICS)
+
+# Functions called through ktap_test_result look unreachable:
+# shellcheck disable=SC2317
+
+# shellcheck source=/dev/null
+source "$KSFT_DIR"/kselftest/ktap_helpers.sh
+# shellcheck source=/dev/null
+source "$KSFT_DIR"/net/lib.sh
+# shellcheck source=/dev/null
+source "$KSFT_DIR"/net/busy_poll_lib.sh
+
+LIB=$USER_BUILD/libepoll-busy-poll.so
+LOAD=$(dirname "$(readlink -f "$0")")/mc_load.py
+YNL=(python3 "$KSFT_DIR"/net/lib/ynl/cli.py --spec
+     "$KSFT_DIR"/net/lib/specs/netdev.yaml --no-schema --output-json)
+
+SV_ADDR=192.0.2.1
+CL_ADDR=192.0.2.2
+PORT=11211
+# The server NAPI's values: deferral short against the suspend timeout
+DEFER_HARD_IRQS=10
+GRO_FLUSH_TIMEOUT=2000000
+IRQ_SUSPEND_TIMEOUT=5000000000
+# A timer with more than this left is the suspend timeout's
+SUSPEND_SEEN_NS=1000000000
+# The load: seconds, connections, set/get pairs in flight per connection
+LOAD_SECONDS=10
+LOAD_CONNS=4
+LOAD_DEPTH=8
+
+NSSV=
+NSCL=
+SV_DEV=
+CL_DEV=
+SV_CHANNELS=
+NAPI_ID=
+
+cleanup()
+{
+	local dev
+
+	kill_ns_tasks "$NSSV" "$NSCL"
+	if [ -n "$NAPI_ID" ]; then
+		ip netns exec "$NSSV" "${YNL[@]}" --do napi-set --json \
+			"{\"id\": $NAPI_ID, \"defer-hard-irqs\": 0, \"gro-flush-timeout\": 0, \"irq-suspend-timeout\": 0}" \
+			> /dev/null
+	fi
+	[ -n "$SV_CHANNELS" ] &&
+		ip netns exec "$NSSV" ethtool -L "$SV_DEV" combined "$SV_CHANNELS" 2>/dev/null
+	cleanup_all_ns
+	for dev in "$SV_DEV" "$CL_DEV"; do
+		[ -n "$dev" ] && slowwait 10 test -e /sys/class/net/"$dev"
+	done
+	[ -n "$tmpdir" ] && rm -rf "$tmpdir"
+}
+
+# nic_to_ns DEV NETNS ADDR
+nic_to_ns()
+{
+	ip link set dev "$1" netns "$2" &&
+		ip -n "$2" addr add "$3"/24 dev "$1" &&
+		ip -n "$2" link set dev "$1" up
+}
+
+setup()
+{
+	local nics
+
+	command -v memcached > /dev/null || skip_all "memcached not installed"
+	command -v ethtool > /dev/null || skip_all "ethtool not installed"
+	[ -f "$LIB" ] || skip_all "$LIB not built"
+	[ -r /proc/timer_list ] || skip_all "/proc/timer_list not available"
+	read -r -a nics <<< "${VIRTIO_NET_NICS:-}"
+	[ "${#nics[@]}" -ge 2 ] ||
+		skip_all "set VIRTIO_NET_NICS to two virtio-net NICs on one" \
+			 "network that the test may take over"
+	SV_DEV=${nics[0]}
+	CL_DEV=${nics[1]}
+
+	bp_tmpdir || return 1
+	setup_ns NSSV NSCL || return 1
+	nic_to_ns "$SV_DEV" "$NSSV" "$SV_ADDR" || return 1
+	nic_to_ns "$CL_DEV" "$NSCL" "$CL_ADDR" || return 1
+	SV_CHANNELS=$(ip netns exec "$NSSV" ethtool -l "$SV_DEV" |
+		      awk '/^Combined:/ { n = $2 } END { print n }')
+	ip netns exec "$NSSV" ethtool -L "$SV_DEV" combined 1 || return 1
+	slowwait 10 carrier_up "$NSSV" "$SV_DEV" || return 1
+	slowwait 10 carrier_up "$NSCL" "$CL_DEV" || return 1
+
+	NAPI_ID=$(ip netns exec "$NSSV" "${YNL[@]}" --dump napi-get --json \
+		  "{\"ifindex\": $(ifindex "$NSSV" "$SV_DEV")}" |
+		  python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["id"])') ||
+		{ ktap_print_msg "no NAPI on $SV_DEV"; return 1; }
+	ip netns exec "$NSSV" "${YNL[@]}" --do napi-set --json \
+		"{\"id\": $NAPI_ID, \"defer-hard-irqs\": $DEFER_HARD_IRQS, \"gro-flush-timeout\": $GRO_FLUSH_TIMEOUT, \"irq-suspend-timeout\": $IRQ_SUSPEND_TIMEOUT}" \
+		> /dev/null || return 1
+	ktap_print_msg "server $SV_DEV (NAPI $NAPI_ID), client $CL_DEV"
+}
+
+# serve NAME [LD_PRELOAD value]: memcached with one worker thread (one
+# epoll instance for the connections) in the server namespace, and the
+# load from the client namespace; meanwhile the longest NAPI timer left is
+# sampled. Sets SEEN (samples with a timer above SUSPEND_SEEN_NS),
+# SAMPLES and OPS.
+serve()
+{
+	local name=$1 preload=${2:-} pid load left rc=0
+
+	ip netns exec "$NSSV" env ${preload:+LD_PRELOAD="$preload"} memcached \
+		-u root -t 1 -U 0 -l "$SV_ADDR" -p "$PORT" \
+		> "$tmpdir/$name.log" 2>&1 &
+	pid=$!
+	if ! slowwait 30 ip netns exec "$NSCL" bash -c "exec 3<>/dev/tcp/$SV_ADDR/$PORT" \
+	     2>/dev/null; then
+		ktap_print_msg "$name: memcached did not listen within 30 s"
+		kill "$pid"
+		return 1
+	fi
+	ip netns exec "$NSCL" timeout 300 python3 "$LOAD" "$SV_ADDR" "$PORT" \
+		"$LOAD_SECONDS" "$LOAD_CONNS" "$LOAD_DEPTH" > "$tmpdir/$name.load" 2>&1 &
+	load=$!
+	SEEN=0
+	SAMPLES=0
+	while kill -0 "$load" 2>/dev/null; do
+		left=$(napi_timer_left)
+		SAMPLES=$((SAMPLES + 1))
+		[ "$left" -gt "$SUSPEND_SEEN_NS" ] && SEEN=$((SEEN + 1))
+		nap 0.05
+	done
+	wait "$load" || rc=1
+	OPS=$(awk '/^ops/ { print $2 }' "$tmpdir/$name.load")
+	kill "$pid"
+	wait "$pid"
+	ktap_print_msg "$name: $(cat "$tmpdir/$name.load");" \
+		"$SEEN of $SAMPLES samples with a NAPI timer above $SUSPEND_SEEN_NS ns"
+	[ -s "$tmpdir/$name.log" ] && ktap_print_msg "$name: memcached said: $(head -c 300 "$tmpdir/$name.log")"
+	if [ "$rc" != 0 ] || [ -z "$OPS" ] || [ "$OPS" -eq 0 ]; then
+		ktap_print_msg "$name: the load failed or got no reply"
+		return 1
+	fi
+}
+
+memcached_without_library()
+{
+	napi_timers_idle || return 1
+	serve plain || return 1
+	[ "$SEEN" -eq 0 ] ||
+		{ ktap_print_msg "a timer above $SUSPEND_SEEN_NS ns without the library"; return 1; }
+}
+
+memcached_preload()
+{
+	napi_timers_idle || return 1
+	serve preload "$LIB" || return 1
+	[ "$SEEN" -gt 0 ] ||
+		{ ktap_print_msg "no suspension seen in $SAMPLES samples"; return 1; }
+}
+
+ktap_print_header
+trap cleanup EXIT
+setup || ktap_exit_fail_msg "set-up failed"
+ktap_set_plan 2
+ktap_test_result memcached_without_library memcached_without_library
+ktap_test_result memcached_preload memcached_preload
+ktap_finished
