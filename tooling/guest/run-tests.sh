@@ -74,7 +74,8 @@ for t in ${KDEV_USER_TESTS:-}; do
 	echo "kdev-guest: user:$t"
 	rc=0
 	USER_BUILD=$KDEV_USER_BUILD KSFT_DIR=$ksft \
-		timeout "$min_timeout" "$KDEV_USER_DIR/$t" > "$out.log" 2>&1 || rc=$?
+		timeout -k 30 "$min_timeout" "$KDEV_USER_DIR/$t" < /dev/null \
+		> "$out.log" 2>&1 || rc=$?
 	sed 's/^/# /' "$out.log" > "$out"
 	rm -f "$out.log"
 	case $rc in

@@ -42,7 +42,7 @@ bench_tools()
 cmd_bench()
 {
 	local quick=0 kind=full out tools raw results params rc=0 start=$SECONDS
-	local kver name readme=() suffix=
+	local kver name readme=() suffix= accel
 
 	case "${1:-}" in
 	--quick)	quick=1; kind=quick; suffix=-quick ;;
@@ -60,7 +60,8 @@ cmd_bench()
 	rm -rf "$raw"
 	mkdir -p "$raw"
 	mapfile -t params < <(bench_params "$quick")
-	log "booting the guest for the benchmark ($kind): ${params[*]}"
+	accel=$(guest_accel "$out" | tr '[:lower:]' '[:upper:]')
+	log "booting the guest (QEMU $accel) for the benchmark ($kind): ${params[*]}"
 	KDEV_QEMU_OPTS_FILE=$KDEV_BENCH/qemu-opts KDEV_GUEST_TIMEOUT=3600 \
 		guest_exec "$out" "$raw" "$raw/console.log" env "${params[@]}" \
 		"$KDEV_BENCH/guest/run.sh" "$KDEV_BUILD_TREE" "$tools" \
@@ -79,9 +80,9 @@ cmd_bench()
 	cp "$out/.config" "$results/config"
 	printf '%s\n' "kernel: $kver" "base: $BASE_PACKAGE $(base_version)" \
 		"patches: $(series_patches | wc -l)" "settings: ${params[*]}" \
-		"host: $(nproc) CPUs, $(uname -m), QEMU TCG" > "$results/run.txt"
+		"host: $(nproc) CPUs, $(uname -m), QEMU $accel" > "$results/run.txt"
 	/usr/bin/python3 "$KDEV_BENCH/report.py" "$raw" "$results" \
-		--title "Measured $(date +%Y-%m-%d) on $kver ($(series_patches | wc -l) patches), QEMU TCG with 2 vCPUs on a 2-core host; results in bench/results/$name." \
+		--title "Measured $(date +%Y-%m-%d) on $kver ($(series_patches | wc -l) patches), QEMU $accel with $KDEV_GUEST_CPUS vCPUs on a $(nproc)-core host; results in bench/results/$name." \
 		"${readme[@]}"
 	log "results in $results ($((SECONDS - start)) s in all)"
 }

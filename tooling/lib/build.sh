@@ -45,7 +45,8 @@ own_fragments()
 	printf '%s\n' "$KDEV_ROOT/config/guest.config"
 	case "$flavour" in
 	debug)
-		printf '%s\n' "$KDEV_ROOT/config/debug.config" "$KDEV_KUNIT_CONFIG"
+		printf '%s\n' "$KDEV_ROOT/config/debug.config" "$KDEV_KUNIT_CONFIG" \
+			"$KDEV_ROOT/user/tests/config"
 		;;
 	bench)
 		;;

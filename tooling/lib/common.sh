@@ -146,7 +146,8 @@ host_guest_programs()
 {
 	local dl=$KDEV_CACHE/dl/guest-programs pkg deb
 
-	[ -f "$KDEV_GUEST_PROGRAMS/.done" ] && return 0
+	[ "$(cat "$KDEV_GUEST_PROGRAMS/.done" 2>/dev/null)" = "${KDEV_GUEST_PROGRAMS_PACKAGES[*]}" ] &&
+		return 0
 	apt_ensure "${KDEV_GUEST_PROGRAMS_LIBS[@]}"
 	log "fetching ${KDEV_GUEST_PROGRAMS_PACKAGES[*]} for the guest"
 	mkdir -p "$dl" "$KDEV_GUEST_PROGRAMS"
@@ -156,13 +157,13 @@ host_guest_programs()
 			(cd "$dl" && apt-get -q download "$pkg" >/dev/null 2>&1) ||
 				die "cannot download $pkg"
 		fi
-		deb=$(find "$dl" -maxdepth 1 -name "${pkg}_*.deb" | sort | tail -n 1)
+		deb=$(find "$dl" -maxdepth 1 -name "${pkg}_*.deb" | sort -V | tail -n 1)
 		dpkg-deb -x "$deb" "$KDEV_GUEST_PROGRAMS"
 		log "  $pkg $(dpkg-deb -f "$deb" Version)"
 	done
 	"$KDEV_GUEST_PROGRAMS/usr/bin/memcached" --version >/dev/null ||
 		die "the unpacked memcached does not run here"
-	touch "$KDEV_GUEST_PROGRAMS/.done"
+	echo "${KDEV_GUEST_PROGRAMS_PACKAGES[*]}" > "$KDEV_GUEST_PROGRAMS/.done"
 }
 
 KDEV_VNG_VERSION=1.42

@@ -1,9 +1,10 @@
 # shellcheck shell=bash
-# Booting a built kernel under QEMU (TCG) with virtme-ng. The guest sees the
-# host root filesystem read-only; only the directories given with --rwdir
-# are writable. virtme-ng mounts tmpfs over some host paths (/var/cache,
-# /var/log, ...), so the cache is mounted into the guest explicitly, and a
-# run's results directory is writable at $KDEV_GUEST_RESULTS.
+# Booting a built kernel under QEMU (KVM if it works, else TCG) with
+# virtme-ng. The guest sees the host root filesystem read-only; only the
+# directories given with --rwdir are writable. virtme-ng mounts tmpfs over
+# some host paths (/var/cache, /var/log, ...), so the cache is mounted into
+# the guest explicitly, and a run's results directory is writable at
+# $KDEV_GUEST_RESULTS.
 
 KDEV_GUEST_RESULTS=/run/kdev-results
 
@@ -72,10 +73,52 @@ guest_test_macs()
 	guest_qemu_opts | grep -o 'mac=[0-9a-f:]*' | cut -d= -f2 | tr '\n' ' '
 }
 
+# The guest runs under KVM where that works, else under TCG. /dev/kvm can
+# be there and still not boot a guest (nested virtualization without
+# support for it), and QEMU falls back to TCG silently, so the first guest
+# run with a usable /dev/kvm boots the kernel once and asks it whether it
+# runs on KVM ("Hypervisor detected: KVM", CONFIG_KVM_GUEST). The answer,
+# either way, is kept per QEMU version and host kernel in
+# $KDEV_CACHE/state/accel-* (delete those to probe again; the probe's
+# output is next to them). KDEV_ACCEL=kvm|tcg decides instead.
+KDEV_ACCEL_PROBE_TIMEOUT=120
+
+# guest_accel OUT: "kvm" or "tcg", for the kernel in build directory OUT
+guest_accel()
+{
+	local out=$1 state
+
+	if [ -n "${KDEV_ACCEL:-}" ]; then
+		echo "$KDEV_ACCEL"
+		return
+	fi
+	if [ ! -r /dev/kvm ] || [ ! -w /dev/kvm ]; then
+		echo tcg
+		return
+	fi
+	state=$KDEV_CACHE/state/accel-$(qemu-system-x86_64 --version |
+		sed -n '1s/.*version \([0-9.]*\).*/\1/p')-$(uname -r)
+	if [ ! -f "$state" ]; then
+		log "probing KVM: one boot with it, at most $KDEV_ACCEL_PROBE_TIMEOUT s"
+		mkdir -p "$KDEV_CACHE/state"
+		PATH="$KDEV_VENV/bin:$PATH" timeout -k 10 "$KDEV_ACCEL_PROBE_TIMEOUT" \
+			"$KDEV_VENV/bin/vng" --run "$out" --disable-microvm --cpus 1 \
+			--memory 512M --exec 'dmesg | grep -q "Hypervisor detected: KVM" && echo kdev-accel-kvm' \
+			< /dev/null > "$state.log" 2>&1 || true
+		if grep -q '^kdev-accel-kvm' "$state.log"; then
+			echo kvm > "$state"
+		else
+			echo tcg > "$state"
+		fi
+		log "KVM probe: the guest runs under $(tr '[:lower:]' '[:upper:]' < "$state") (see $state.log)"
+	fi
+	cat "$state"
+}
+
 # guest_vng OUT ARGS...: virtme-ng on the kernel in build directory OUT.
 guest_vng()
 {
-	local out=$1 qopts taps
+	local out=$1 qopts taps accel=()
 	shift
 
 	qopts=$(guest_qemu_opts)
@@ -92,9 +135,10 @@ guest_vng()
 		guest_tap_network "${taps[@]}" ||
 			die "cannot create the guest's taps ${taps[*]}"
 	fi
+	[ "$(guest_accel "$out")" = kvm ] || accel=(--disable-kvm)
 	# vng runs virtme-run and friends from PATH
 	PATH="$KDEV_VENV/bin:$PATH" "$KDEV_VENV/bin/vng" --run "$out" \
-		--disable-microvm --disable-kvm \
+		--disable-microvm "${accel[@]}" \
 		--cpus "$KDEV_GUEST_CPUS" --memory "$KDEV_GUEST_MEM" \
 		--rodir="$KDEV_CACHE" \
 		${qopts:+--qemu-opts="$qopts"} "$@"

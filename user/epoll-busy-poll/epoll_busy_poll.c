@@ -13,16 +13,19 @@
  *   EPOLL_PREFER_BUSY_POLL  prefer_busy_poll  0 or 1, default 1
  *
  * The defaults are what Documentation/networking/napi.rst recommends for
- * IRQ suspension. The library never changes what the program sees: an
- * environment value it cannot use, or a kernel that refuses the ioctl
- * (one without it answers ENOTTY or EINVAL, one without busy polling
- * EOPNOTSUPP), is reported once on stderr and every epoll instance is
- * left as the kernel made it.
+ * IRQ suspension. The library never changes what the program sees: a
+ * setting it cannot use, or a kernel that refuses the ioctl (ENOTTY
+ * before Linux 6.9, EOPNOTSUPP without CONFIG_NET_RX_BUSY_POLL, EPERM or
+ * EINVAL for values it does not take), leaves every epoll instance as the
+ * kernel made it, and is reported in one line on stderr by the first
+ * epoll_create*() of a process (a process that makes no epoll instance
+ * says nothing). The line is written only if file descriptor 2 is still
+ * the stderr the program started with, never into a file the program
+ * opened on it since.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
-#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -31,21 +34,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/ioctl.h>
-#include <linux/types.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
-#ifndef EPIOCSPARAMS
-/* include/uapi/linux/eventpoll.h of Linux 6.9 and later */
-struct epoll_params {
-	__u32 busy_poll_usecs;
-	__u16 busy_poll_budget;
-	__u8 prefer_busy_poll;
-	__u8 __pad;
-};
-
-#define EPOLL_IOC_TYPE	0x8A
-#define EPIOCSPARAMS	_IOW(EPOLL_IOC_TYPE, 0x01, struct epoll_params)
-#endif
+#include "epoll_params.h"
 
 #define LIB_NAME	"libepoll-busy-poll"
 
@@ -57,21 +50,46 @@ static struct epoll_params params = {
 
 /* Cleared when the settings or the kernel rule the ioctl out */
 static bool enabled;
-/* Set once the first refusal by the kernel has been reported */
-static int refusal_reported;
+/* Why the settings ruled it out, reported by the first epoll_create*() */
+static char bad_setting[160];
+/* Set once this process reported something */
+static int reported;
+/* The stderr the program started with */
+static struct stat stderr_st;
+static bool stderr_ok;
 
 static int (*real_epoll_create)(int size);
 static int (*real_epoll_create1)(int flags);
 
+/*
+ * One line on stderr, in one write(), if file descriptor 2 is still the
+ * stderr the program started with; at most once per process.
+ */
 static void say(const char *fmt, ...)
 {
+	char line[256];
+	struct stat st;
 	va_list ap;
+	int len;
 
+	if (__atomic_exchange_n(&reported, 1, __ATOMIC_RELAXED))
+		return;
+	if (!stderr_ok || fstat(STDERR_FILENO, &st) ||
+	    st.st_dev != stderr_st.st_dev || st.st_ino != stderr_st.st_ino)
+		return;
+	len = snprintf(line, sizeof(line), LIB_NAME ": ");
 	va_start(ap, fmt);
-	fprintf(stderr, LIB_NAME ": ");
-	vfprintf(stderr, fmt, ap);
-	fprintf(stderr, "; epoll instances are left as they are\n");
+	len += vsnprintf(line + len, sizeof(line) - len, fmt, ap);
 	va_end(ap);
+	if (len < (int)sizeof(line))
+		len += snprintf(line + len, sizeof(line) - len,
+				"; epoll instances are left as they are\n");
+	if (len >= (int)sizeof(line)) {
+		len = sizeof(line) - 1;
+		line[len - 1] = '\n';
+	}
+	if (write(STDERR_FILENO, line, len) < 0)
+		return;
 }
 
 /*
@@ -90,7 +108,9 @@ static bool env_value(const char *name, unsigned long min, unsigned long max,
 	errno = 0;
 	v = strtoul(s, &end, 10);
 	if (*s < '0' || *s > '9' || *end || errno || v < min || v > max) {
-		say("%s=\"%s\" is not a number in %lu..%lu", name, s, min, max);
+		snprintf(bad_setting, sizeof(bad_setting),
+			 "%s=\"%.40s\" is not a number in %lu..%lu", name, s,
+			 min, max);
 		return false;
 	}
 	*val = v;
@@ -119,13 +139,14 @@ static void init(void)
 {
 	real_epoll_create = (int (*)(int))dlsym(RTLD_NEXT, "epoll_create");
 	real_epoll_create1 = (int (*)(int))dlsym(RTLD_NEXT, "epoll_create1");
+	stderr_ok = !fstat(STDERR_FILENO, &stderr_st);
 	enabled = read_settings();
 }
 
 /*
- * At load time, so that a bad setting is reported when the program
- * starts; the wrappers make sure of it too, as another library's
- * constructor may create an epoll instance before this one ran.
+ * At load time, so that stderr is the one the program started with; the
+ * wrappers make sure of it too, as another library's constructor may
+ * create an epoll instance before this one ran.
  */
 __attribute__((constructor))
 static void epoll_busy_poll_init(void)
@@ -133,25 +154,25 @@ static void epoll_busy_poll_init(void)
 	pthread_once(&init_once, init);
 }
 
-/* What the kernel said to EPIOCSPARAMS, once per process */
+/* What the kernel said to EPIOCSPARAMS */
 static void report_refusal(int err)
 {
-	if (__atomic_exchange_n(&refusal_reported, 1, __ATOMIC_RELAXED))
-		return;
+	char buf[64];
+	const char *msg = strerror_r(err, buf, sizeof(buf));
+
 	switch (err) {
 	case ENOTTY:
-	case EINVAL:
-		say("this kernel has no EPIOCSPARAMS (%s)", strerror(err));
+		say("this kernel has no EPIOCSPARAMS (%s)", msg);
 		break;
 	case EOPNOTSUPP:
-		say("this kernel cannot busy poll from epoll (%s)", strerror(err));
+		say("this kernel cannot busy poll from epoll (%s)", msg);
 		break;
 	case EPERM:
 		say("EPIOCSPARAMS: %s (a busy_poll_budget above 64 needs CAP_NET_ADMIN)",
-		    strerror(err));
+		    msg);
 		break;
 	default:
-		say("EPIOCSPARAMS: %s", strerror(err));
+		say("the kernel refused EPIOCSPARAMS (%s)", msg);
 	}
 }
 
@@ -163,12 +184,16 @@ static int set_params(int fd)
 {
 	int saved = errno;
 
-	if (fd >= 0 && __atomic_load_n(&enabled, __ATOMIC_RELAXED) &&
-	    ioctl(fd, EPIOCSPARAMS, &params)) {
+	if (fd < 0)
+		return fd;
+	if (!__atomic_load_n(&enabled, __ATOMIC_RELAXED)) {
+		if (bad_setting[0])
+			say("%s", bad_setting);
+	} else if (ioctl(fd, EPIOCSPARAMS, &params)) {
 		int err = errno;
 
 		/* A kernel without the ioctl will not grow one */
-		if (err == ENOTTY || err == EINVAL || err == EOPNOTSUPP)
+		if (err == ENOTTY || err == EOPNOTSUPP)
 			__atomic_store_n(&enabled, false, __ATOMIC_RELAXED);
 		report_refusal(err);
 	}
@@ -180,8 +205,11 @@ int epoll_create(int size)
 {
 	pthread_once(&init_once, init);
 	if (!real_epoll_create) {
-		errno = ENOSYS;
-		return -1;
+		if (size <= 0) {
+			errno = EINVAL;
+			return -1;
+		}
+		return set_params(syscall(SYS_epoll_create1, 0));
 	}
 	return set_params(real_epoll_create(size));
 }
@@ -189,9 +217,7 @@ int epoll_create(int size)
 int epoll_create1(int flags)
 {
 	pthread_once(&init_once, init);
-	if (!real_epoll_create1) {
-		errno = ENOSYS;
-		return -1;
-	}
+	if (!real_epoll_create1)
+		return set_params(syscall(SYS_epoll_create1, flags));
 	return set_params(real_epoll_create1(flags));
 }

@@ -6,18 +6,22 @@
  *
  *   LABEL usecs=U budget=B prefer=P
  *
- * usage: epoll_probe [fork | exec | threads N]
+ * usage: epoll_probe [fork | exec | threads N | stderr-to FILE]
  *   (none)     one instance from epoll_create(), one from epoll_create1()
  *   fork       one before fork(), one in the parent and one in the child
  *              after it
  *   exec       the program again through execv(), which prints as (none)
  *   threads N  one instance from each of N threads at once
- * It also checks that a failing epoll_create*() fails as the C library
- * says (EINVAL for a size of 0 and for unknown flags).
+ *   stderr-to FILE
+ *              as (none), with FILE opened on file descriptor 2 first, as
+ *              a daemon may do: nothing but the program may write there
+ * It also checks that epoll_create*() sets errno as the C library does:
+ * EINVAL for a size of 0 and for unknown flags, unchanged on success.
  *
  * Exit status 0 if every instance worked, 1 otherwise.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -27,18 +31,7 @@
 #include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <linux/types.h>
-
-#ifndef EPIOCGPARAMS
-struct epoll_params {
-	__u32 busy_poll_usecs;
-	__u16 busy_poll_budget;
-	__u8 prefer_busy_poll;
-	__u8 __pad;
-};
-
-#define EPIOCGPARAMS	_IOR(0x8A, 0x02, struct epoll_params)
-#endif
+#include "epoll_params.h"
 
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -83,10 +76,22 @@ static int report(const char *label, int ep)
 	return ret;
 }
 
-/* A failing call must fail with the C library's errno. */
-static int fails_as_documented(void)
+/*
+ * A failing call must fail with the C library's errno, and a successful
+ * one leave errno as it was (glibc's does).
+ */
+static int errno_as_documented(void)
 {
-	int ret = 0;
+	int ret = 0, ep;
+
+	errno = EDOM;
+	ep = epoll_create1(0);
+	if (ep < 0 || errno != EDOM) {
+		printf("epoll_create1(0): errno %d after success, was EDOM\n", errno);
+		ret = 1;
+	}
+	if (ep >= 0)
+		close(ep);
 
 	errno = 0;
 	if (epoll_create(0) != -1 || errno != EINVAL) {
@@ -151,6 +156,13 @@ int main(int argc, char **argv)
 		return forked();
 	if (argc > 2 && !strcmp(argv[1], "threads"))
 		return threads(atoi(argv[2]));
+	if (argc > 2 && !strcmp(argv[1], "stderr-to")) {
+		int fd = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+		if (fd < 0 || dup2(fd, STDERR_FILENO) < 0)
+			return 1;
+		close(fd);
+	}
 	if (argc > 1 && !strcmp(argv[1], "exec")) {
 		char *args[] = { argv[0], NULL };
 
@@ -160,5 +172,5 @@ int main(int argc, char **argv)
 	}
 	ret = report("epoll_create", epoll_create(1));
 	ret |= report("epoll_create1", epoll_create1(EPOLL_CLOEXEC));
-	return ret | fails_as_documented();
+	return ret | errno_as_documented();
 }

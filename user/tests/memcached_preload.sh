@@ -13,10 +13,13 @@
 #
 # The evidence is the one busy_poll_test.sh uses for its timers: while the
 # NAPI is suspended its timer is armed with irq-suspend-timeout, otherwise
-# with gro-flush-timeout at most. The pending NAPI timers are sampled from
-# /proc/timer_list during the load: without the library no timer may be
-# seen with more than SUSPEND_SEEN_NS left; with it, such timers must be
-# seen. memcached suspends after each epoll_wait() that returns events
+# with gro-flush-timeout at most. Deferral is switched off on every other
+# NAPI and config slot of both NICs, so the server queue's NAPI is the
+# only one with a timer. The pending NAPI timers are sampled from
+# /proc/timer_list during the load: without the library the deferral
+# timer must be seen (the samples see that NAPI) and no timer with more
+# than SUSPEND_SEEN_NS left; with it, such timers must be seen, and
+# memcached must have the library mapped. memcached suspends after each epoll_wait() that returns events
 # and resumes at the next that finds none, so the long timer is pending
 # while it handles a batch of requests: a sizeable share of the time
 # under this load.
@@ -29,6 +32,12 @@
 
 # shellcheck source=/dev/null
 source "$KSFT_DIR"/kselftest/ktap_helpers.sh
+for f in net/lib.sh net/busy_poll_lib.sh net/lib/ynl/cli.py; do
+	if [ ! -f "$KSFT_DIR/$f" ]; then
+		ktap_skip_all "$KSFT_DIR/$f not installed (the net kselftests)"
+		exit "$KSFT_SKIP"
+	fi
+done
 # shellcheck source=/dev/null
 source "$KSFT_DIR"/net/lib.sh
 # shellcheck source=/dev/null
@@ -67,11 +76,12 @@ cleanup()
 	kill_ns_tasks "$NSSV" "$NSCL"
 	if [ -n "$NAPI_ID" ]; then
 		ip netns exec "$NSSV" "${YNL[@]}" --do napi-set --json \
-			"{\"id\": $NAPI_ID, \"defer-hard-irqs\": 0, \"gro-flush-timeout\": 0, \"irq-suspend-timeout\": 0}" \
-			> /dev/null
+			"{\"id\": $NAPI_ID, \"irq-suspend-timeout\": 0}" > /dev/null
 	fi
 	[ -n "$SV_CHANNELS" ] &&
 		ip netns exec "$NSSV" ethtool -L "$SV_DEV" combined "$SV_CHANNELS" 2>/dev/null
+	deferral_off "$NSSV" "$SV_DEV"
+	deferral_off "$NSCL" "$CL_DEV"
 	cleanup_all_ns
 	for dev in "$SV_DEV" "$CL_DEV"; do
 		[ -n "$dev" ] && slowwait 10 test -e /sys/class/net/"$dev"
@@ -87,13 +97,25 @@ nic_to_ns()
 		ip -n "$2" link set dev "$1" up
 }
 
+# deferral_off NETNS DEV: no deferral on any NAPI or config slot of DEV
+deferral_off()
+{
+	local f
+
+	[ -n "$2" ] || return 0
+	for f in napi_defer_hard_irqs gro_flush_timeout; do
+		echo 0 | ip netns exec "$1" tee /sys/class/net/"$2"/"$f" > /dev/null
+	done
+}
+
 setup()
 {
 	local nics
 
 	command -v memcached > /dev/null || skip_all "memcached not installed"
 	command -v ethtool > /dev/null || skip_all "ethtool not installed"
-	[ -f "$LIB" ] || skip_all "$LIB not built"
+	# ./kdev test builds it: missing is a build failure
+	[ -f "$LIB" ] || ktap_exit_fail_msg "$LIB not built"
 	[ -r /proc/timer_list ] || skip_all "/proc/timer_list not available"
 	read -r -a nics <<< "${VIRTIO_NET_NICS:-}"
 	[ "${#nics[@]}" -ge 2 ] ||
@@ -112,10 +134,13 @@ setup()
 	slowwait 10 carrier_up "$NSSV" "$SV_DEV" || return 1
 	slowwait 10 carrier_up "$NSCL" "$CL_DEV" || return 1
 
-	NAPI_ID=$(ip netns exec "$NSSV" "${YNL[@]}" --dump napi-get --json \
-		  "{\"ifindex\": $(ifindex "$NSSV" "$SV_DEV")}" |
-		  python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["id"])') ||
-		{ ktap_print_msg "no NAPI on $SV_DEV"; return 1; }
+	deferral_off "$NSSV" "$SV_DEV"
+	deferral_off "$NSCL" "$CL_DEV"
+	# The NAPI of RX queue 0, the only one left
+	NAPI_ID=$(ip netns exec "$NSSV" "${YNL[@]}" --do queue-get --json \
+		  "{\"ifindex\": $(ifindex "$NSSV" "$SV_DEV"), \"id\": 0, \"type\": \"rx\"}" |
+		  python3 -c 'import json, sys; print(json.load(sys.stdin)["napi-id"])') ||
+		{ ktap_print_msg "no NAPI for RX queue 0 of $SV_DEV"; return 1; }
 	ip netns exec "$NSSV" "${YNL[@]}" --do napi-set --json \
 		"{\"id\": $NAPI_ID, \"defer-hard-irqs\": $DEFER_HARD_IRQS, \"gro-flush-timeout\": $GRO_FLUSH_TIMEOUT, \"irq-suspend-timeout\": $IRQ_SUSPEND_TIMEOUT}" \
 		> /dev/null || return 1
@@ -126,7 +151,8 @@ setup()
 # epoll instance for the connections) in the server namespace, and the
 # load from the client namespace; meanwhile the longest NAPI timer left is
 # sampled. Sets SEEN (samples with a timer above SUSPEND_SEEN_NS),
-# SAMPLES and OPS.
+# DEFERRED (samples with a timer of at most GRO_FLUSH_TIMEOUT), SAMPLES,
+# OPS and MAPPED (1 if memcached had the library mapped).
 serve()
 {
 	local name=$1 preload=${2:-} pid load left rc=0
@@ -144,20 +170,26 @@ serve()
 	ip netns exec "$NSCL" timeout 300 python3 "$LOAD" "$SV_ADDR" "$PORT" \
 		"$LOAD_SECONDS" "$LOAD_CONNS" "$LOAD_DEPTH" > "$tmpdir/$name.load" 2>&1 &
 	load=$!
+	MAPPED=0
+	grep -qF "${LIB##*/}" /proc/"$pid"/maps 2>/dev/null && MAPPED=1
 	SEEN=0
+	DEFERRED=0
 	SAMPLES=0
 	while kill -0 "$load" 2>/dev/null; do
 		left=$(napi_timer_left)
 		SAMPLES=$((SAMPLES + 1))
 		[ "$left" -gt "$SUSPEND_SEEN_NS" ] && SEEN=$((SEEN + 1))
+		[ "$left" -gt 0 ] && [ "$left" -le "$GRO_FLUSH_TIMEOUT" ] &&
+			DEFERRED=$((DEFERRED + 1))
 		nap 0.05
 	done
 	wait "$load" || rc=1
 	OPS=$(awk '/^ops/ { print $2 }' "$tmpdir/$name.load")
 	kill "$pid"
 	wait "$pid"
-	ktap_print_msg "$name: $(cat "$tmpdir/$name.load");" \
-		"$SEEN of $SAMPLES samples with a NAPI timer above $SUSPEND_SEEN_NS ns"
+	ktap_print_msg "$name: $(cat "$tmpdir/$name.load"); of $SAMPLES samples" \
+		"$SEEN with a NAPI timer above $SUSPEND_SEEN_NS ns, $DEFERRED with" \
+		"one of at most $GRO_FLUSH_TIMEOUT ns; library mapped: $MAPPED"
 	[ -s "$tmpdir/$name.log" ] && ktap_print_msg "$name: memcached said: $(head -c 300 "$tmpdir/$name.log")"
 	if [ "$rc" != 0 ] || [ -z "$OPS" ] || [ "$OPS" -eq 0 ]; then
 		ktap_print_msg "$name: the load failed or got no reply"
@@ -169,6 +201,8 @@ memcached_without_library()
 {
 	napi_timers_idle || return 1
 	serve plain || return 1
+	[ "$DEFERRED" -gt 0 ] ||
+		{ ktap_print_msg "the server NAPI's deferral timer was never seen"; return 1; }
 	[ "$SEEN" -eq 0 ] ||
 		{ ktap_print_msg "a timer above $SUSPEND_SEEN_NS ns without the library"; return 1; }
 }
@@ -177,6 +211,7 @@ memcached_preload()
 {
 	napi_timers_idle || return 1
 	serve preload "$LIB" || return 1
+	[ "$MAPPED" = 1 ] || { ktap_print_msg "memcached did not load $LIB"; return 1; }
 	[ "$SEEN" -gt 0 ] ||
 		{ ktap_print_msg "no suspension seen in $SAMPLES samples"; return 1; }
 }

@@ -18,17 +18,15 @@
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
-#include <linux/types.h>
 
-#ifndef EPIOCSPARAMS
-struct epoll_params {
-	__u32 busy_poll_usecs;
-	__u16 busy_poll_budget;
-	__u8 prefer_busy_poll;
-	__u8 __pad;
-};
+#include "epoll_params.h"
 
-#define EPIOCSPARAMS	_IOW(0x8A, 0x01, struct epoll_params)
+#if defined(__x86_64__)
+#define AUDIT_ARCH_NATIVE	AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define AUDIT_ARCH_NATIVE	AUDIT_ARCH_AARCH64
+#else
+#error "no seccomp architecture for this machine"
 #endif
 
 int main(int argc, char **argv)
@@ -48,7 +46,7 @@ int main(int argc, char **argv)
 
 	struct sock_filter filter[] = {
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_NATIVE, 1, 0),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
 		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_ioctl, 0, 3),
