@@ -216,7 +216,8 @@ build_selftests()
 }
 
 # build_user OUT: the programs of user/ and their test helpers, into
-# OUT/user. A build failure is reported by the tests, which then skip.
+# OUT/user. A build failure fails the tests, which find their programs
+# missing.
 build_user()
 {
 	make -C "$KDEV_ROOT/user" O="$1/user" tests > "$1/user-build.log" 2>&1 ||
