@@ -64,6 +64,13 @@ def read_interrupts(path):
     return counts
 
 
+def irq_names(path):
+    """{"37": "virtio3-input.0", ...}: the last word of each /proc/interrupts line."""
+    with open(path, encoding="ascii") as f:
+        return {w[0][:-1]: w[-1] for w in map(str.split, f)
+                if w and w[0].endswith(":")}
+
+
 def interrupts_delta(point, irqs):
     start = read_interrupts(f"{point}/start-interrupts")
     end = read_interrupts(f"{point}/end-interrupts")
@@ -127,13 +134,19 @@ def aggregate(points, metrics):
 
 # ---------------------------------------------------------------- IRQ suspension
 
-RR_METRICS = ["qps", "avg_us", "p95_us", "p99_us", "cpu_pct", "ipq", "spq"]
+RR_METRICS = ["qps", "avg_us", "p95_us", "p99_us", "cpu_pct", "ipq",
+              "ipq_rx", "ipq_tx", "spq"]
 
 
 def rr_point(point, meta):
     client = load_json(f"{point}/client.json")
     cpu = meta["server_cpu"]
     answered = max(client["answered"], 1)
+    names = irq_names(f"{point}/start-interrupts")
+    # The RX queue's vector is the one IRQ suspension governs; virtio-net
+    # completes transmits with a NAPI and a vector of their own.
+    rx = [i for i in meta["server_irqs"] if "-input." in names[str(i)]]
+    tx = [i for i in meta["server_irqs"] if "-output." in names[str(i)]]
     return {
         "qps": client["qps"],
         "avg_us": client["avg_us"],
@@ -141,8 +154,11 @@ def rr_point(point, meta):
         "p99_us": client["p99_us"],
         "cpu_pct": 100 * busy_fraction(stat_delta(point, f"cpu{cpu}")),
         "ipq": interrupts_delta(point, meta["server_irqs"]) / answered,
+        "ipq_rx": interrupts_delta(point, rx) / answered,
+        "ipq_tx": interrupts_delta(point, tx) / answered,
         "spq": softirq_delta(point, "NET_RX", cpu) / answered,
         "dropped": client["dropped"],
+        "checked": client.get("checked", 0),
     }
 
 
@@ -182,9 +198,10 @@ def rr_table(meta, modes, loads, agg):
             rows.append([mode, load_label(load, meta), cell(a["qps"], "{:.0f}"),
                          cell(a["avg_us"], "{:.0f}"), cell(a["p95_us"], "{:.0f}"),
                          cell(a["p99_us"], "{:.0f}"), cell(a["cpu_pct"], "{:.0f}"),
-                         cell(a["ipq"], "{:.2f}"), cell(a["spq"], "{:.2f}")])
+                         cell(a["ipq"], "{:.2f}"), cell(a["ipq_rx"], "{:.3f}"),
+                         cell(a["spq"], "{:.2f}")])
         parts.append(md_table(["testcase", "load", "qps", "avglat", "95%lat",
-                               "99%lat", "cpu", "ipq", "spq"], rows))
+                               "99%lat", "cpu", "ipq", "rx ipq", "spq"], rows))
     return "\n".join(parts)
 
 
@@ -209,23 +226,30 @@ def rr_summary(modes, loads, agg):
         lines.append(f"- MAX: suspend0/base qps "
                      f"{med_ratio(s0, b, 'qps'):.2f}")
     for x in xs:
-        s = agg.get((f"suspend{x}", "max"))
+        s, d = agg.get((f"suspend{x}", "max")), agg.get((f"defer{x}", "max"))
         if b and s:
             lines.append(f"- MAX: suspend{x}/base qps "
                          f"{med_ratio(s, b, 'qps'):.2f}")
+        if s and d:
+            lines.append(f"- MAX: suspend{x}/defer{x} RX-vector interrupts per "
+                         f"request {med_ratio(s, d, 'ipq_rx'):.3f} "
+                         f"({s['ipq_rx']['median']:.3f} vs "
+                         f"{d['ipq_rx']['median']:.3f}), all vectors "
+                         f"{med_ratio(s, d, 'ipq'):.2f}")
     return "\n".join(lines) + "\n"
 
 
-def rr_chart(path, meta, modes, loads, agg, plt):
+def rr_chart(path, meta, modes, loads, agg, plt, what):
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
     x = list(range(len(loads)))
     for mode in modes:
-        for ax, metric in zip(axes, ("p99_us", "cpu_pct", "ipq")):
+        for ax, metric in zip(axes, ("p99_us", "cpu_pct", "ipq_rx")):
             ys = [agg[(mode, l)][metric]["median"] if (mode, l) in agg else float("nan")
                   for l in loads]
             style = "-" if mode.startswith("suspend") else "--"
             ax.plot(x, ys, style, marker="o", label=mode)
-    titles = ("p99 latency (us, log)", "server CPU (%)", "device interrupts per request")
+    titles = ("p99 latency (us, log)", "server CPU (%)",
+              "RX-vector interrupts per request")
     for ax, title in zip(axes, titles):
         ax.set_xticks(x)
         ax.set_xticklabels([load_label(l, meta).split(" ")[0] for l in loads])
@@ -234,16 +258,169 @@ def rr_chart(path, meta, modes, loads, agg, plt):
         ax.grid(alpha=0.3)
     axes[0].set_yscale("log")
     axes[2].legend(fontsize=8)
-    fig.suptitle("IRQ suspension: rr_server on virtio-net, medians of "
+    fig.suptitle(f"IRQ suspension: {what} on virtio-net, medians of "
                  f"{meta['reps']} runs")
     fig.tight_layout()
     fig.savefig(path, dpi=90)
 
 
+MODES_TEXT = ("Modes, as in the cover letter: deferX = defer-hard-irqs 100, "
+              "gro-flush-timeout X us; napibusy = defer200 plus EPIOCSPARAMS "
+              "(busy_poll_usecs 64, budget 64, prefer 1); fullbusy = "
+              "defer-hard-irqs 100, gro-flush-timeout 5 ms, epoll_wait() with a "
+              "1 ms timeout all busy-polled (busy_poll_usecs 1000), so the server "
+              "never sleeps; suspend0 = irq-suspend-timeout 20 ms with "
+              "EPIOCSPARAMS (busy_poll_usecs 0, budget 64, prefer 1); suspendX = "
+              "deferX plus the same.")
+
+COLUMNS_TEXT = ("Latencies in us; cpu: server CPU busy %; ipq: server device "
+                "interrupts per request, all its vectors; rx ipq: those of the "
+                "RX queue's vector, the one IRQ suspension holds off (virtio-net "
+                "completes transmits with a NAPI and a vector of their own); spq: "
+                "NET_RX softirqs per request on the server CPU.")
+
+SUSPEND_PARTS = [
+    {"dir": "rr", "name": "suspend", "title": "IRQ suspension: rr_server",
+     "what": "rr_server",
+     "intro": "rr_server/rr_client over virtio-net, {conns} connections, {secs} s "
+              "per run, {reps} runs; base sustains {saturation_qps} requests/s "
+              "closed-loop."},
+    {"dir": "mc", "name": "memcached", "title": "IRQ suspension: memcached",
+     "what": "memcached under libepoll-busy-poll.so",
+     "intro": "memcached (Debian's, one worker thread on the server CPU) under "
+              "`libepoll-busy-poll.so`, which sets EPIOCSPARAMS on its epoll "
+              "instances (base and deferX run it without the library, "
+              "fullbusy adds `bench/tools/epoll_timeout.c` for the 1 ms "
+              "timeout); rr_client -m: gets and 10% sets of 1000 keys, every "
+              "reply checked byte for byte ({checked} replies in all). "
+              "{conns} connections, {secs} s per run, {reps} runs; base "
+              "sustains {saturation_qps} requests/s closed-loop with one "
+              "request outstanding per connection, which the loads are "
+              "fractions of; MAX keeps {depth} requests outstanding on each "
+              "connection."},
+]
+
+
+CLK_TCK = 100
+
+
+def read_host_sample(path):
+    """A host sample (bench_sample in tooling/lib/bench.sh): uptime and
+    {thread class: ticks}, where the classes are "main" (the main loop, the
+    process's first thread), "vcpu0", "vcpu1" and "other"."""
+    uptime, threads = 0.0, []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            words = line.split(maxsplit=3)
+            if words[0] == "uptime":
+                uptime = float(words[1])
+            elif len(words) == 4:
+                threads.append((int(words[0]), int(words[1]) + int(words[2]),
+                                words[3].strip()))
+    ticks = {"main": 0, "vcpu0": 0, "vcpu1": 0, "other": 0}
+    first = min(t[0] for t in threads)
+    for tid, t, comm in threads:
+        if tid == first:
+            ticks["main"] += t
+        elif comm.startswith("CPU ") and "/" in comm:
+            ticks["vcpu" + comm[4:comm.index("/")]] = t
+        else:
+            ticks["other"] += t
+    return uptime, ticks
+
+
+def host_cpu(point):
+    """% of one host CPU each QEMU thread class used around a point."""
+    if not os.path.exists(f"{point}/host-end"):
+        return {}
+    t0, a = read_host_sample(f"{point}/host-start")
+    t1, b = read_host_sample(f"{point}/host-end")
+    return {f"host_{k}_pct": 100 * (b[k] - a[k]) / CLK_TCK / (t1 - t0)
+            for k in a} if t1 > t0 else {}
+
+
+HOST_METRICS = ["host_main_pct", "host_vcpu0_pct", "host_vcpu1_pct"]
+
+
+def pinning_point(point, meta):
+    return {**rr_point(point, meta), **host_cpu(point)}
+
+
+def pinning_table(raw, meta, results):
+    """The pinning study: the same points, QEMU's threads spread or split."""
+    base = f"{raw}/pinning"
+    if not os.path.isdir(base):
+        return None, "", ""
+    modes = meta["modes"].split()
+    loads = [entry.split(":")[0] for entry in meta["loads"].split()]
+    agg = {}
+    for pin in ("spread", "split"):
+        points = collect_points(f"{base}/{pin}", modes, loads, pinning_point, meta)
+        for (mode, load), runs in aggregate(points, RR_METRICS + HOST_METRICS).items():
+            agg[(pin, mode, load)] = runs
+    rows, lines = [], []
+    for load in loads:
+        for mode in modes:
+            a, b = agg.get(("spread", mode, load)), agg.get(("split", mode, load))
+            if not (a and b):
+                continue
+            for pin, x in (("spread", a), ("split", b)):
+                rows.append([mode, load_label(load, meta), pin,
+                             cell(x["qps"], "{:.0f}"), cell(x["p99_us"], "{:.0f}"),
+                             cell(x["cpu_pct"], "{:.0f}"), cell(x["ipq_rx"], "{:.3f}")] +
+                            [cell(x[m], "{:.0f}") for m in HOST_METRICS])
+            lines.append(f"- {mode} {load_label(load, meta)}: split/spread qps "
+                         f"{med_ratio(b, a, 'qps'):.2f}, p99 "
+                         f"{med_ratio(b, a, 'p99_us'):.2f}, server CPU "
+                         f"{med_ratio(b, a, 'cpu_pct'):.2f}")
+    table = md_table(["testcase", "load", "host threads", "qps", "99%lat", "cpu",
+                      "rx ipq", "main loop %", "vCPU 0 %", "vCPU 1 %"], rows)
+    with open(f"{results}/memcached-pinning.md", "w", encoding="utf-8") as f:
+        f.write(table)
+    return {f"{p} {m} {l}": v for (p, m, l), v in agg.items()}, table, \
+        "\n".join(lines) + "\n"
+
+
+def suspend_section(raw, results, part, plt):
+    """The table, chart and README text of one IRQ suspension part."""
+    meta, modes, loads, points = rr_collect(raw)
+    agg = aggregate(points, RR_METRICS)
+    table, summary = rr_table(meta, modes, loads, agg), rr_summary(modes, loads, agg)
+    name = part["name"]
+    with open(f"{results}/{name}.md", "w", encoding="utf-8") as f:
+        f.write(table)
+    rr_chart(f"{results}/{name}.png", meta, modes, loads, agg, plt, part["what"])
+    checked = sum(run["checked"] for runs in points.values() for run in runs)
+    data = {"meta": meta, "points": {f"{m} {l}": v for (m, l), v in agg.items()}}
+    pinned = {"split": " The server vCPU's host thread has a host CPU of its own "
+                        "(QEMU's other threads share the other; see the pinning "
+                        "study).",
+              "spread": " QEMU's threads are not pinned on the host."}
+    text = ["### " + part["title"], "",
+            part["intro"].format(**{"depth": 1, **meta, "checked": checked}) +
+            pinned.get(meta.get("host_threads"), "") + " " + COLUMNS_TEXT, "",
+            MODES_TEXT, "",
+            table, "Ratios (medians):", "", summary,
+            f"![{part['title']}]({name}.png)", ""]
+    pins, pin_table, pin_summary = pinning_table(raw, meta, results)
+    if pins:
+        data["pinning"] = pins
+        text += ["Pinning study: the same points in one more pass, alternating "
+                 "between QEMU's threads free on the host's CPUs (spread) and "
+                 "the server vCPU's thread alone on one host CPU, the client "
+                 "vCPU and QEMU's I/O threads on the other (split, as in the "
+                 "table above). main loop, vCPU 0, vCPU 1: the host CPU time "
+                 "of those QEMU threads over the run (warm-up and drain "
+                 "included), in % of one host CPU; the main loop moves every "
+                 "packet between the two ports.", "",
+                 pin_table, "Ratios (medians):", "", pin_summary]
+    return data, text
+
+
 # ---------------------------------------------------------------- GSIM
 
-GSIM_METRICS = ["iops", "p50_us", "p99_us", "intr_s", "timer_s", "cpu_pct",
-                "irq_us_per_intr", "delay_us"]
+GSIM_METRICS = ["iops", "p50_us", "p99_us", "intr_s", "timer_s", "held_s",
+                "cpu_pct", "irq_us_per_intr", "delay_us"]
 
 
 def read_mod_stats(path):
@@ -284,6 +461,7 @@ def gsim_point(point, meta):
         "p99_us": clat["99.000000"] / 1e3,
         "intr_s": intr / secs,
         "timer_s": timers / secs,
+        "held_s": held / secs,
         "cpu_pct": 100 * busy_fraction(stat),
         # hardirq time of all CPUs (all interrupts) per disk interrupt
         "irq_us_per_intr": stat[5] * 1e6 / USER_HZ / vector if vector else 0.0,
@@ -310,6 +488,8 @@ GSIM_MODE_TEXT = {
     "fixed": "fixed, delay_us {fixed_delay_us}",
     "adaptive": "adaptive, delay_us {adaptive_delay_us}, target {target_intr_rate}/s, "
                 "hardirq {hardirq_percent}%",
+    "above": "adaptive, delay_us {adaptive_delay_us}, target {above_target}/s",
+    "reach": "adaptive, delay_us {max_delay_us}, target {reach_target}/s",
     "delay0": "enabled, delay 0",
 }
 
@@ -324,13 +504,13 @@ def gsim_table(meta, modes, depths, agg, verified):
             rows.append([GSIM_MODE_TEXT[mode].format(**meta), depth,
                          cell(a["iops"], "{:.0f}"), cell(a["p50_us"], "{:.0f}"),
                          cell(a["p99_us"], "{:.0f}"), cell(a["intr_s"], "{:.0f}"),
-                         cell(a["timer_s"], "{:.0f}"),
+                         cell(a["timer_s"], "{:.0f}"), cell(a["held_s"], "{:.0f}"),
                          cell(a["cpu_pct"], "{:.0f}"),
                          cell(a["irq_us_per_intr"], "{:.2f}"),
                          # not updated while moderation is off
                          "–" if mode == "off" else cell(a["delay_us"], "{:.0f}")])
     out = md_table(["mode", "iodepth", "IOPS", "p50 clat (us)", "p99 clat (us)",
-                    "interrupts/s", "of which timers/s", "CPU %",
+                    "interrupts/s", "of which timers/s", "held back/s", "CPU %",
                     "hardirq us/intr", "delay (us)"], rows)
     if verified:
         out += "\nVerified random writes (crc32c, file-backed disk, iodepth 32): " + \
@@ -364,6 +544,29 @@ def gsim_summary(meta, depths, agg):
             f"{med_ratio(a, o, 'iops'):.2f}, p50 "
             f"{med_ratio(a, o, 'p50_us'):.2f}, p99 "
             f"{med_ratio(a, o, 'p99_us'):.2f} of off")
+    # A target above every load: adaptive must hold nothing back
+    for depth in depths[:1]:
+        a, o = agg.get(("above", depth)), agg.get(("off", depth))
+        if a and o:
+            lines.append(
+                f"- target above the load (iodepth {depth}, {meta['above_target']}/s, "
+                f"off takes {o['intr_s']['median']:.0f}/s): held back "
+                f"{a['held_s']['median']:.0f}/s, timers {a['timer_s']['median']:.0f}/s, "
+                f"delay {a['delay_us']['median']:.0f} us; vs off interrupts/s "
+                f"{med_ratio(a, o, 'intr_s'):.2f}, IOPS {med_ratio(a, o, 'iops'):.2f}, "
+                f"p50 {med_ratio(a, o, 'p50_us'):.2f}")
+    flood = str(meta["flood_depth"])
+    a, o = agg.get(("reach", flood)), agg.get(("off", flood))
+    if a and o:
+        rate, target = a["intr_s"]["median"], meta["reach_target"]
+        lines.append(
+            f"- reachable target at the flood (iodepth {flood}: off "
+            f"{meta['flood_off_rate']}/s, fixed at {meta['max_delay_us']} us "
+            f"{meta['flood_floor_rate']}/s, target halfway {target}/s): adaptive "
+            f"{rate:.0f}/s = {rate / target:.2f} of the target "
+            f"(off in this pass {o['intr_s']['median']:.0f}/s = "
+            f"{o['intr_s']['median'] / target:.2f}), delay "
+            f"{a['delay_us']['median']:.0f} us, IOPS {med_ratio(a, o, 'iops'):.2f} of off")
     # One completion per interrupt only at the shallowest queue: there the
     # hardirq time per interrupt is the handler's plus the hook's.
     for depth in depths[:1]:
@@ -376,6 +579,56 @@ def gsim_summary(meta, depths, agg):
                 f"({z['irq_us_per_intr']['median'] - o['irq_us_per_intr']['median']:+.2f}), "
                 f"IOPS {med_ratio(z, o, 'iops'):.2f}")
     return "\n".join(lines) + "\n"
+
+
+PROTECT_CASES = ("alone", "off", "hardirq")
+
+
+def protect_point(point, meta):
+    """cpu_spin's throughput and CPU 0's hardirq share in one window."""
+    stat = stat_delta(point, "cpu0")
+    out = {"units_s": load_json(f"{point}/window.json")["units_per_s"],
+           "hardirq_pct": 100 * stat[5] / sum(stat) if sum(stat) else 0.0,
+           "intr_s": interrupts_delta(point, meta["disk_irqs"]) / meta["secs"],
+           "iops": 0.0}
+    if os.path.exists(f"{point}/fio.json"):
+        with open(f"{point}/start-ios", encoding="ascii") as f:
+            ios = -int(f.read())
+        with open(f"{point}/end-ios", encoding="ascii") as f:
+            ios += int(f.read())
+        out["iops"] = ios / meta["secs"]
+    return out
+
+
+def protect_section(raw, meta):
+    """hardirq_percent protecting cpu_spin: table rows and ratios."""
+    base = f"{raw}/protect"
+    if not os.path.isdir(base):
+        return None, ""
+    points = {}
+    for case in PROTECT_CASES:
+        reps = sorted(os.listdir(f"{base}/{case}"), key=int) \
+            if os.path.isdir(f"{base}/{case}") else []
+        if reps:
+            points[case] = [protect_point(f"{base}/{case}/{r}", meta) for r in reps]
+    agg = aggregate(points, ["units_s", "hardirq_pct", "intr_s", "iops"])
+    text = {"alone": "cpu_spin alone", "off": "with fio, moderation off",
+            "hardirq": f"with fio, hardirq_percent {meta['protect_percent']} "
+                       f"(delay_us {meta['max_delay_us']})"}
+    rows = [[text[c], cell(a["units_s"], "{:.0f}"), cell(a["hardirq_pct"], "{:.1f}"),
+             cell(a["intr_s"], "{:.0f}"), cell(a["iops"], "{:.0f}")]
+            for c, a in agg.items()]
+    out = md_table(["CPU 0", "cpu_spin units/s", "CPU 0 hardirq %",
+                    "disk interrupts/s", "IOPS"], rows)
+    if all(c in agg for c in PROTECT_CASES):
+        al, off, h = (agg[c] for c in PROTECT_CASES)
+        out += (f"\n- cpu_spin with I/O: {med_ratio(off, al, 'units_s'):.2f} of alone "
+                f"with moderation off, {med_ratio(h, al, 'units_s'):.2f} with "
+                f"hardirq_percent ({med_ratio(h, off, 'units_s'):.2f}x); CPU 0 hardirq "
+                f"{off['hardirq_pct']['median']:.1f}% -> {h['hardirq_pct']['median']:.1f}% "
+                f"(target {meta['protect_percent']}%); IOPS "
+                f"{med_ratio(h, off, 'iops'):.2f} of off\n")
+    return {c: a for c, a in agg.items()}, out
 
 
 def gsim_chart(path, meta, modes, depths, agg, plt):
@@ -435,30 +688,11 @@ def main():
 
     os.makedirs(args.results, exist_ok=True)
     data, readme = {}, [args.title] if args.title else []
-    if os.path.exists(f"{args.raw}/rr/meta.json"):
-        meta, modes, loads, points = rr_collect(f"{args.raw}/rr")
-        agg = aggregate(points, RR_METRICS)
-        table, summary = rr_table(meta, modes, loads, agg), rr_summary(modes, loads, agg)
-        with open(f"{args.results}/suspend.md", "w", encoding="utf-8") as f:
-            f.write(table)
-        rr_chart(f"{args.results}/suspend.png", meta, modes, loads, agg, plt)
-        data["suspend"] = {"meta": meta, "points": {f"{m} {l}": v for (m, l), v in agg.items()}}
-        readme += ["### IRQ suspension", "",
-                   f"rr_server/rr_client over virtio-net, {meta['conns']} connections, "
-                   f"{meta['secs']} s per run, {meta['reps']} runs; base sustains "
-                   f"{meta['saturation_qps']} requests/s closed-loop. Latencies in us; "
-                   "cpu: server CPU busy %; ipq: server device interrupts per request; "
-                   "spq: NET_RX softirqs per request on the server CPU.", "",
-                   "Modes, as in the cover letter: deferX = defer-hard-irqs 100, "
-                   "gro-flush-timeout X us; napibusy = defer200 plus EPIOCSPARAMS "
-                   "(busy_poll_usecs 64, budget 64, prefer 1); fullbusy = "
-                   "defer-hard-irqs 100, gro-flush-timeout 5 ms, epoll_wait() with a "
-                   "1 ms timeout all busy-polled (busy_poll_usecs 1000), so the server "
-                   "never sleeps; suspend0 = irq-suspend-timeout 20 ms with "
-                   "EPIOCSPARAMS (busy_poll_usecs 0, budget 64, prefer 1); suspendX = "
-                   "deferX plus the same.", "",
-                   table, "Ratios (medians):", "", summary,
-                   "![IRQ suspension](suspend.png)", ""]
+    for part in SUSPEND_PARTS:
+        if os.path.exists(f"{args.raw}/{part['dir']}/meta.json"):
+            data[part["dir"]], text = suspend_section(f"{args.raw}/{part['dir']}",
+                                                      args.results, part, plt)
+            readme += text
     if os.path.exists(f"{args.raw}/gsim/meta.json"):
         meta, modes, depths, points, verified = gsim_collect(f"{args.raw}/gsim")
         agg = aggregate(points, GSIM_METRICS)
@@ -469,14 +703,24 @@ def main():
         gsim_chart(f"{args.results}/gsim.png", meta, modes, depths, agg, plt)
         data["gsim"] = {"meta": meta, "points": {f"{m} {d}": v for (m, d), v in agg.items()},
                         "verified": verified}
+        protect, protect_text = protect_section(f"{args.raw}/gsim", meta)
+        if protect:
+            data["gsim"]["protect"] = protect
         readme += ["### GSIM", "",
                    "fio randread 4k, 2 jobs (one per CPU) on a two-queue null-co "
                    f"virtio-blk disk, {meta['secs']} s per run, {meta['reps']} runs. "
                    f"Adaptive target: {meta['target_percent']}% of the highest off-mode "
-                   "rate over the iodepths. interrupts/s: what the CPUs took for the "
+                   "rate over the iodepths; the second adaptive row's target is "
+                   f"{meta['above_target'] // max(meta['flood_off_rate'], 1)}x that rate, "
+                   "above every load, and the third's lies halfway between the "
+                   f"rate at the flood (iodepth {meta['flood_depth']}, the highest "
+                   "off-mode rate) off and with the largest fixed delay "
+                   f"({meta['max_delay_us']} us), so that it can be reached. "
+                   "interrupts/s: what the CPUs took for the "
                    "disk, its vector's count plus arrivals while held back plus "
-                   "GSIM's timers; a target is reachable at an iodepth where fixed "
-                   "mode at adaptive's largest delay gets below it. "
+                   "GSIM's timers; held back/s: arrivals while held back; a target "
+                   "is reachable at an iodepth where fixed mode at adaptive's "
+                   "largest delay gets below it. "
                    "hardirq us/intr: hardirq time of all CPUs "
                    "per disk interrupt (an interrupt completes more I/Os at deeper "
                    "queues, so compare it within one iodepth). delay: the mean over the "
@@ -484,6 +728,13 @@ def main():
                    "window (adaptive changes it by up to 1/8 or 1/16 per 5 ms epoch).", "",
                    table, "Ratios (medians):", "", summary,
                    "![GSIM](gsim.png)", ""]
+        if protect:
+            readme += ["hardirq_percent protecting a CPU-bound program: `cpu_spin` "
+                       f"on CPU 0, alone and with one fio job (iodepth "
+                       f"{meta['protect_depth']}) whose queue interrupts CPU 0; "
+                       f"hardirq_percent is {meta['protect_percent']}, half of CPU 0's "
+                       f"hardirq time with moderation off ({meta['protect_share']}%), "
+                       "with no rate target.", "", protect_text]
     if not data:
         sys.exit(f"nothing to report in {args.raw}")
     with open(f"{args.results}/data.json", "w", encoding="utf-8") as f:
@@ -494,7 +745,7 @@ def main():
     print(text)
     if args.readme:
         rel = os.path.relpath(args.results, os.path.dirname(os.path.abspath(args.readme)))
-        for name in ("suspend.png", "gsim.png"):
+        for name in ("suspend.png", "memcached.png", "gsim.png"):
             text = text.replace(f"]({name})", f"]({rel}/{name})")
         splice_readme(args.readme, text)
 

@@ -4,15 +4,19 @@
 # behind it, so the interrupt rate is as high as the guest can take), at
 # each iodepth in BENCH_DEPTHS, under each moderation mode. A verified
 # write run on a file-backed disk checks that no mode loses or corrupts I/O.
+# Then hardirq_percent's protection of a CPU-bound program (cpu_spin) that
+# shares CPU 0 with one fio job and its queue's interrupts.
 #
-# usage: gsim.sh KERNEL_TREE OUT_DIR
+# usage: gsim.sh KERNEL_TREE TOOLS_DIR OUT_DIR
 #
 # OUT_DIR/MODE/DEPTH/REP gets fio's JSON output, the disk's completed I/Os
-# and /proc snapshots at both ends of a window inside the fio run.
+# and /proc snapshots at both ends of a window inside the fio run;
+# OUT_DIR/protect/CASE/REP the same and cpu_spin's output.
 set -euo pipefail
 
 tree=$1
-out=$2
+tools=$2
+out=$3
 # shellcheck source=bench/guest/lib.sh
 . "$(dirname "$0")/lib.sh"
 # gsim_disk, disk_irqs, disk_ios and MOD_DIR from the selftests
@@ -25,11 +29,20 @@ ADAPTIVE_DELAY_US=200
 # to the rate, so it tells whether the adaptive target is reachable
 FIXED_DELAY_US=$ADAPTIVE_DELAY_US
 ADAPTIVE_HARDIRQ_PERCENT=70
-MODES=(off fixed adaptive delay0)
+# SPEC's largest delay_us: the most any mode can hold back
+MAX_DELAY_US=500
+MODES=(off fixed adaptive above reach delay0)
 
 # The adaptive target: this share of the highest off-mode interrupt rate,
 # measured first.
 TARGET_PERCENT=50
+# "above": adaptive with a target this many times the highest off-mode
+# rate, which no load here reaches: it must hold nothing back.
+ABOVE_FACTOR=2
+# The protection case: fio's iodepth, and hardirq_percent as this share of
+# CPU 0's hardirq time measured with moderation off.
+PROTECT_DEPTH=128
+PROTECT_PERCENT=50
 
 # set_mode MODE IRQ...: moderation settings and per-IRQ switches.
 set_mode()
@@ -47,6 +60,19 @@ set_mode()
 		;;
 	adaptive)
 		set_knobs "$ADAPTIVE_DELAY_US" "$target" "$ADAPTIVE_HARDIRQ_PERCENT"
+		;;
+	above)
+		set_knobs "$ADAPTIVE_DELAY_US" "$above_target" 0
+		;;
+	reach)
+		# Adaptive towards a target the flood can be held to
+		set_knobs "$MAX_DELAY_US" "$reach_target" 0
+		;;
+	fixedmax)
+		set_knobs "$MAX_DELAY_US" 0 0
+		;;
+	hardirq)
+		set_knobs "$MAX_DELAY_US" 0 "$protect_percent"
 		;;
 	delay0)
 		# Enabled, but the delay stays 0: an adaptive target no load
@@ -68,30 +94,77 @@ set_knobs()
 	echo "$1" > "$MOD_DIR/delay_us"
 }
 
-# point DIR DEPTH: one fio run of BENCH_WARMUP + BENCH_SECS + 1 seconds;
-# the window is the BENCH_SECS in the middle.
+# point DIR DEPTH [CPUS [WINDOW_CMD...]]: one fio run of BENCH_WARMUP +
+# BENCH_SECS + 1 seconds, one job on each CPU of CPUS (default both); the
+# window is the BENCH_SECS in the middle. WINDOW_CMD runs for the window
+# (it must take BENCH_SECS), its output in DIR/window.json.
 point()
 {
-	local dir=$1 depth=$2 fio_pid
+	local dir=$1 depth=$2 cpus=${3:-0-1} fio_pid
+	shift $(($# < 3 ? $# : 3))
 
 	mkdir -p "$dir"
 	fio --name=gsim --filename="/dev/$null_disk" --direct=1 \
 		--ioengine=libaio --rw=randread --bs=4k --iodepth="$depth" \
-		--numjobs=2 --cpus_allowed=0-1 --cpus_allowed_policy=split \
-		--group_reporting --time_based \
+		--numjobs="$(cpu_count "$cpus")" --cpus_allowed="$cpus" \
+		--cpus_allowed_policy=split --group_reporting --time_based \
 		--ramp_time="$BENCH_WARMUP" --runtime=$((BENCH_SECS + 1)) \
 		--output-format=json --output="$dir/fio.json" &
 	fio_pid=$!
 	sleep "$BENCH_WARMUP"
 	sleep 0.5
-	disk_ios "$null_disk" > "$dir/start-ios"
-	snapshot "$dir" start
-	cat "$MOD_DIR/stats" > "$dir/start-gsim-stats"
-	sleep "$BENCH_SECS"
-	disk_ios "$null_disk" > "$dir/end-ios"
-	snapshot "$dir" end
-	cat "$MOD_DIR/stats" > "$dir/end-gsim-stats"
+	window_start "$dir"
+	if [ $# -gt 0 ]; then
+		"$@" > "$dir/window.json"
+	else
+		sleep "$BENCH_SECS"
+	fi
+	window_end "$dir"
 	wait "$fio_pid"
+}
+
+# cpu_count LIST: the number of CPUs in a list such as 0-1 or 0.
+cpu_count()
+{
+	if [[ "$1" = *-* ]]; then
+		echo $((${1#*-} - ${1%-*} + 1))
+	else
+		echo 1
+	fi
+}
+
+# window_start DIR, window_end DIR: the snapshots at both ends of a window.
+window_start()
+{
+	disk_ios "$null_disk" > "$1/start-ios"
+	snapshot "$1" start
+	cat "$MOD_DIR/stats" > "$1/start-gsim-stats"
+}
+
+window_end()
+{
+	disk_ios "$null_disk" > "$1/end-ios"
+	snapshot "$1" end
+	cat "$MOD_DIR/stats" > "$1/end-gsim-stats"
+}
+
+# hardirq_share DIR CPU: CPU's hardirq time in DIR's window, in percent.
+hardirq_share()
+{
+	awk -v cpu="cpu$2" '$1 == cpu {
+		t = 0; for (i = 2; i <= 9; i++) t += $i
+		if (FILENAME ~ /end-/) { t1 = t; i1 = $7 } else { t0 = t; i0 = $7 } }
+		END { printf "%d\n", (t1 > t0 ? 100 * (i1 - i0) / (t1 - t0) + 0.5 : 0) }' \
+		"$1/start-stat" "$1/end-stat"
+}
+
+# spin_alone DIR: cpu_spin on CPU 0 with no I/O, for the window's length.
+spin_alone()
+{
+	mkdir -p "$1"
+	window_start "$1"
+	taskset -c 0 "$tools/cpu_spin" "$BENCH_SECS" > "$1/window.json"
+	window_end "$1"
 }
 
 # verify MODE: random writes with crc32c verification on the file disk.
@@ -115,23 +188,43 @@ mkdir -p "$out"
 trap 'set_mode off "${irqs[@]}"' EXIT
 
 # The adaptive target is set below the highest off-mode rate over the
-# iodepths (which depth that is depends on how the device coalesces).
+# iodepths (which depth that is depends on how the device coalesces). That
+# depth is the flood: the reach target lies halfway between its rate off
+# and its rate at the largest fixed delay.
 set_mode off "${irqs[@]}"
 point "$out/warmup" 1
 peak=0
+flood=${BENCH_DEPTHS%% *}
 for depth in $BENCH_DEPTHS; do
 	point "$out/calibrate/$depth" "$depth"
 	rate=$(($(irq_delta "$out/calibrate/$depth" "${null_irqs[@]}") / BENCH_SECS))
 	log "off at iodepth $depth: $rate interrupts/s"
-	[ "$rate" -le "$peak" ] || peak=$rate
+	[ "$rate" -le "$peak" ] || { peak=$rate; flood=$depth; }
 done
 target=$((peak * TARGET_PERCENT / 100))
-log "target_intr_rate for adaptive: $target/s ($TARGET_PERCENT% of $peak)"
+above_target=$((peak * ABOVE_FACTOR))
+set_mode fixedmax "${irqs[@]}"
+point "$out/calibrate/fixedmax-$flood" "$flood"
+floor=$(($(irq_delta "$out/calibrate/fixedmax-$flood" "${null_irqs[@]}") / BENCH_SECS))
+reach_target=$(((peak + floor) / 2))
+log "target_intr_rate: adaptive $target/s ($TARGET_PERCENT% of $peak), above $above_target/s, reach $reach_target/s (iodepth $flood: off $peak/s, delay_us $MAX_DELAY_US $floor/s)"
 
-printf '{"disk_irqs": %s, "target_intr_rate": %d, "target_percent": %d, "fixed_delay_us": %d, "adaptive_delay_us": %d, "hardirq_percent": %d, "secs": %s, "reps": %d, "modes": "%s", "depths": "%s"}\n' \
+# The protection case's hardirq_percent: a share of CPU 0's hardirq time
+# with one fio job there and moderation off.
+set_mode off "${irqs[@]}"
+point "$out/calibrate/protect" "$PROTECT_DEPTH" 0
+share=$(hardirq_share "$out/calibrate/protect" 0)
+protect_percent=$((share * PROTECT_PERCENT / 100))
+[ "$protect_percent" -ge 1 ] || protect_percent=1
+log "CPU 0 hardirq time with one job at iodepth $PROTECT_DEPTH: $share%; hardirq_percent $protect_percent"
+
+printf '{"disk_irqs": %s, "target_intr_rate": %d, "target_percent": %d, "above_target": %d, "reach_target": %d, "flood_depth": %d, "flood_off_rate": %d, "flood_floor_rate": %d, "max_delay_us": %d, "fixed_delay_us": %d, "adaptive_delay_us": %d, "hardirq_percent": %d, "protect_depth": %d, "protect_share": %d, "protect_percent": %d, "secs": %s, "reps": %d, "modes": "%s", "depths": "%s"}\n' \
 	"$(json_list "${null_irqs[@]}")" "$target" "$TARGET_PERCENT" \
-	"$FIXED_DELAY_US" "$ADAPTIVE_DELAY_US" "$ADAPTIVE_HARDIRQ_PERCENT" \
-	"$BENCH_SECS" "$BENCH_REPS" "${MODES[*]}" "$BENCH_DEPTHS" > "$out/meta.json"
+	"$above_target" "$reach_target" "$flood" "$peak" "$floor" \
+	"$MAX_DELAY_US" "$FIXED_DELAY_US" "$ADAPTIVE_DELAY_US" \
+	"$ADAPTIVE_HARDIRQ_PERCENT" "$PROTECT_DEPTH" "$share" \
+	"$protect_percent" "$BENCH_SECS" "$BENCH_REPS" "${MODES[*]}" \
+	"$BENCH_DEPTHS" > "$out/meta.json"
 
 for mode in "${MODES[@]}"; do
 	log "verified writes, $mode"
@@ -146,6 +239,16 @@ for rep in $(seq "$BENCH_REPS"); do
 			set_mode "$mode" "${irqs[@]}"
 			point "$out/$mode/$depth/$rep" "$depth"
 		done
+	done
+	# cpu_spin on CPU 0: alone, then with one fio job and its interrupts
+	# there, moderation off and hardirq_percent only
+	log "rep $rep/$BENCH_REPS: cpu_spin alone, with I/O off and hardirq"
+	set_mode off "${irqs[@]}"
+	spin_alone "$out/protect/alone/$rep"
+	for mode in off hardirq; do
+		set_mode "$mode" "${irqs[@]}"
+		point "$out/protect/$mode/$rep" "$PROTECT_DEPTH" 0 \
+			taskset -c 0 "$tools/cpu_spin" "$BENCH_SECS"
 	done
 done
 log "done"

@@ -63,3 +63,35 @@ pin_irqs()
 		echo "$cpu" > "/proc/irq/$irq/smp_affinity_list"
 	done
 }
+
+# host_ask ACTION ARG: ask the host (bench_host_watch in
+# tooling/lib/bench.sh) to do something to the guest's QEMU, and wait for
+# its answer. "pin spread" lets QEMU's threads run on any host CPU; "pin
+# split" puts the thread of vCPU 1 alone on one host CPU and every other
+# thread (vCPU 0, the main loop that moves the packets, the workers) on the
+# others; "sample PATH" writes the CPU time of QEMU's threads so far to
+# PATH under BENCH_TOP. Fails if the host cannot (a one-CPU host) or does
+# not answer within 10 s.
+host_seq=0
+host_ask()
+{
+	local id answer got
+
+	host_seq=$((host_seq + 1))
+	id=$$.$host_seq		# unique across the scripts of one run
+	answer=$BENCH_TOP/host-done-$id
+	echo "$id $1 $2" > "$BENCH_TOP/host-request.new"
+	mv "$BENCH_TOP/host-request.new" "$BENCH_TOP/host-request"
+	# The answer is a new file, never rewritten: a 9p read of a file the
+	# host rewrites at the same time has hung the guest's reader.
+	for _ in $(seq 200); do
+		if [ -e "$answer" ]; then
+			read -r got < "$answer"
+			[ "$got" = ok ] && return 0
+			break
+		fi
+		sleep 0.05
+	done
+	log "the host did not do \"$1 $2\""
+	return 1
+}

@@ -2,25 +2,38 @@
 # Runs inside the guest: the IRQ suspension benchmark (the cover letter's
 # memcached/mutilate comparison, scaled to a QEMU guest).
 #
-# usage: rr.sh KERNEL_TREE TOOLS_DIR OUT_DIR
+# usage: rr.sh KERNEL_TREE TOOLS_DIR OUT_DIR [rr|memcached]
 #
 # Two virtio-net ports on one QEMU hub, each in its own network namespace:
 # the server's (CPU 1, its interrupts on CPU 1) and the client's (CPU 0).
-# rr_server answers fixed-size requests from an epoll loop; rr_client sends
-# them open-loop at a fixed rate, or closed-loop for the maximum. Every
-# mode runs every load BENCH_REPS times; OUT_DIR/MODE/LOAD/REP gets the
-# client's result and /proc snapshots at both ends of the window.
+# The server is rr_server (fixed-size requests answered from an epoll loop,
+# setting EPIOCSPARAMS itself) or memcached (one worker thread, which never
+# sets it: libepoll-busy-poll.so does, from BENCH_PRELOAD_LIB). rr_client
+# sends requests open-loop at a fixed rate, or closed-loop for the maximum,
+# and checks every reply. Every mode runs every load BENCH_REPS times;
+# OUT_DIR/MODE/LOAD/REP gets the client's result and /proc snapshots at
+# both ends of the window. For memcached, OUT_DIR/pinning/PIN/MODE/LOAD/REP
+# then repeats some of the points with the host's threads unpinned and
+# pinned (see host_ask in lib.sh).
 set -euo pipefail
 
 tree=$1
 tools=$2
 out=$3
+server=${4:-rr}
 # shellcheck source=bench/guest/lib.sh
 . "$(dirname "$0")/lib.sh"
 
 BENCH_LOADS=${BENCH_LOADS:-25 50 75}	# % of base's closed-loop rate, then max
 BENCH_XS=${BENCH_XS:-50 200}		# gro-flush-timeout values, us
 BENCH_CONNS=${BENCH_CONNS:-16}
+# Requests each memcached connection keeps outstanding at MAX (closed
+# loop): pipelining, so that the server always has work
+BENCH_MC_DEPTH=${BENCH_MC_DEPTH:-8}
+# The pinning study: modes and loads run with the host's threads unpinned
+# and pinned, side by side
+BENCH_PIN_MODES=${BENCH_PIN_MODES:-base fullbusy suspend50}
+BENCH_PIN_LOADS=${BENCH_PIN_LOADS:-75 max}
 
 SRV_NS=rr-srv
 CLI_NS=rr-cli
@@ -33,6 +46,24 @@ CLI_CPU=0
 SUSPEND_NS=20000000
 
 srv_pid=
+sample_host=0
+case "$server" in
+rr)
+	port=7777
+	client_opts=
+	max_depth=1
+	;;
+memcached)
+	MC_PORT=11211
+	port=$MC_PORT
+	client_opts=-m
+	max_depth=$BENCH_MC_DEPTH
+	;;
+*)
+	echo "unknown server $server" >&2
+	exit 1
+	;;
+esac
 
 # dev_by_mac MAC: the interface with that address (in the initial netns).
 dev_by_mac()
@@ -74,8 +105,10 @@ napi_set()
 		"$srv_ifindex" "$@" >&2
 }
 
-# mode_setup MODE: the NAPI settings of MODE; prints rr_server's options.
-# The modes are the cover letter's (X is the gro-flush-timeout in us).
+# mode_setup MODE: the NAPI settings of MODE; prints the epoll settings
+# "BUSY_POLL_USECS BUDGET PREFER EPOLL_TIMEOUT_MS", or "none" for a server
+# that sets no EPIOCSPARAMS and blocks in epoll_wait(). The modes are the
+# cover letter's (X is the gro-flush-timeout in us).
 mode_setup()
 {
 	local mode=$1 x
@@ -83,20 +116,22 @@ mode_setup()
 	case "$mode" in
 	base)
 		napi_set 0 0 0
+		echo none
 		;;
 	defer*)
 		x=${mode#defer}
 		napi_set 100 $((x * 1000)) 0
+		echo none
 		;;
 	napibusy)
 		napi_set 100 200000 0
-		echo -u 64 -b 64 -P 1
+		echo 64 64 1 -1
 		;;
 	fullbusy)
 		# As in the cover letter: epoll_wait() with a 1 ms timeout,
 		# busy polling all of it, so the server never sleeps.
 		napi_set 100 5000000 0
-		echo -t 1 -u 1000 -b 64 -P 1
+		echo 1000 64 1 1
 		;;
 	suspend*)
 		x=${mode#suspend}
@@ -105,7 +140,7 @@ mode_setup()
 		else
 			napi_set 100 $((x * 1000)) "$SUSPEND_NS"
 		fi
-		echo -u 0 -b 64 -P 1
+		echo 0 64 1 -1
 		;;
 	*)
 		echo "unknown mode $mode" >&2
@@ -114,37 +149,116 @@ mode_setup()
 	esac
 }
 
+# server_cmd EPOLL_SETTINGS: the server's command line, for mode_setup's
+# settings. memcached gets them from the preload library's environment,
+# and its epoll_wait() timeout from libepoll-timeout.so (the cover letter
+# patched libevent instead).
+server_cmd()
+{
+	local usecs budget prefer timeout preload
+
+	read -r usecs budget prefer timeout <<< "$1"
+	if [ "$server" = rr ]; then
+		echo "$tools/rr_server"
+		[ "$usecs" = none ] ||
+			echo -u "$usecs" -b "$budget" -P "$prefer" -t "$timeout"
+		return 0
+	fi
+	if [ "$usecs" != none ]; then
+		preload=$BENCH_PRELOAD_LIB
+		[ "$timeout" = -1 ] || preload+=":$tools/libepoll-timeout.so"
+		echo env LD_PRELOAD="$preload" EPOLL_BUSY_POLL_USECS="$usecs" \
+			EPOLL_BUSY_POLL_BUDGET="$budget" \
+			EPOLL_PREFER_BUSY_POLL="$prefer" \
+			BENCH_EPOLL_TIMEOUT_MS="$timeout"
+	fi
+	echo "$BENCH_MEMCACHED" -u root -t 1 -U 0 -c 4096 -l "$SRV_ADDR" \
+		-p "$MC_PORT"
+}
+
+# server_start EPOLL_SETTINGS: start the server on its CPU, wait until it
+# listens.
 server_start()
 {
-	# shellcheck disable=SC2086 # the options are words
-	ip netns exec "$SRV_NS" taskset -c "$SRV_CPU" "$tools/rr_server" $1 \
-		> /dev/null &
+	# shellcheck disable=SC2046 # the command is words
+	ip netns exec "$SRV_NS" taskset -c "$SRV_CPU" $(server_cmd "$1") \
+		> "$out/server.log" 2>&1 &
 	srv_pid=$!
-	for _ in $(seq 50); do
-		ip netns exec "$SRV_NS" ss -Hltn 'sport = :7777' | grep -q . && return 0
+	for _ in $(seq 100); do
+		ip netns exec "$SRV_NS" ss -Hltn "sport = :$port" | grep -q . && return 0
 		sleep 0.1
 	done
-	echo "rr_server did not start listening" >&2
+	echo "$server did not start listening" >&2
 	return 1
 }
 
+# alive PID: PID runs (a zombie does not).
+alive()
+{
+	local st
+
+	st=$(ps -o stat= -p "$1" 2>/dev/null) || return 1
+	[[ "$st" != Z* ]]
+}
+
+# server_stop: SIGTERM, and SIGKILL for a server that has not exited 10 s
+# later, after its threads' kernel stacks and every task's state (in the
+# console log) are recorded.
 server_stop()
 {
+	local task
+
 	[ -n "$srv_pid" ] || return 0
 	kill "$srv_pid" 2>/dev/null || true
+	for _ in $(seq 100); do
+		alive "$srv_pid" || break
+		sleep 0.1
+	done
+	if alive "$srv_pid"; then
+		log "$server (pid $srv_pid) still runs 10 s after SIGTERM; its threads:"
+		for task in /proc/"$srv_pid"/task/*; do
+			log "$(cat "$task/comm") $(grep '^State' "$task/status")"
+			cat "$task/stack" >&2 || true
+		done
+		echo t > /proc/sysrq-trigger || true
+		kill -KILL "$srv_pid" 2>/dev/null || true
+	fi
 	wait "$srv_pid" 2>/dev/null || true
 	srv_pid=
 }
 
-# point DIR RATE: one client run (RATE 0: closed loop) into DIR.
+# point DIR RATE [DEPTH]: one client run into DIR; RATE 0 is closed loop,
+# DEPTH requests outstanding per connection (default: max_depth). With
+# sample_host set, the CPU time of QEMU's threads on the host before and
+# after it too (DIR/host-start, DIR/host-end: the warm-up and the drain
+# are in that span).
 point()
 {
-	local dir=$1 rate=$2
+	local dir=$1 rate=$2 depth=${3:-$max_depth}
 
 	mkdir -p "$dir"
+	[ "$sample_host" = 0 ] || host_ask sample "${dir#"$BENCH_TOP"/}/host-start"
+	# shellcheck disable=SC2086 # the options are words
 	ip netns exec "$CLI_NS" taskset -c "$CLI_CPU" "$tools/rr_client" \
-		-a "$SRV_ADDR" -c "$BENCH_CONNS" -r "$rate" -w "$BENCH_WARMUP" \
-		-d "$BENCH_SECS" -S "$dir" > "$dir/client.json"
+		$client_opts -q "$depth" -a "$SRV_ADDR" -c "$BENCH_CONNS" \
+		-r "$rate" -w "$BENCH_WARMUP" -d "$BENCH_SECS" -S "$dir" \
+		> "$dir/client.json"
+	[ "$sample_host" = 0 ] || host_ask sample "${dir#"$BENCH_TOP"/}/host-end"
+}
+
+# run_points DIR MODE REP LOAD...: run REP of each LOAD (PCT:RATE) under
+# MODE, into DIR/MODE/PCT/REP; a fresh server for each.
+run_points()
+{
+	local dir=$1 mode=$2 rep=$3 settings load
+	shift 3
+
+	settings=$(mode_setup "$mode")
+	for load in "$@"; do
+		server_start "$settings"
+		point "$dir/$mode/${load%%:*}/$rep" "${load#*:}"
+		server_stop
+	done
 }
 
 cleanup()
@@ -152,8 +266,18 @@ cleanup()
 	server_stop
 	ip netns del "$SRV_NS" 2>/dev/null || true
 	ip netns del "$CLI_NS" 2>/dev/null || true
+	[ "$host_threads" = spread ] || host_ask pin spread || true
 }
 trap cleanup EXIT
+
+# QEMU's main loop moves every packet between the two ports; sharing host
+# CPUs with both vCPUs, it is slowed most by a server that busy-polls.
+# The server's vCPU gets a host CPU of its own (the pinning study below
+# shows both ways).
+host_threads=spread
+if host_ask pin split; then
+	host_threads="split"
+fi
 
 read -r srv_dev srv_irqs < <(port_setup "$SRV_MAC" "$SRV_NS" "$SRV_ADDR" "$SRV_CPU")
 read -r _ cli_irqs < <(port_setup "$CLI_MAC" "$CLI_NS" "$CLI_ADDR" "$CLI_CPU")
@@ -169,10 +293,11 @@ for x in $BENCH_XS; do
 	modes+=("suspend$x")
 done
 
-# The loads are fractions of what base sustains closed-loop.
+# The loads are fractions of what base sustains closed-loop, one request
+# outstanding per connection; MAX pipelines max_depth.
 mkdir -p "$out"
 server_start "$(mode_setup base)"
-point "$out/calibrate" 0
+point "$out/calibrate" 0 1
 server_stop
 sat=$(python3 -c 'import json, sys; print(int(json.load(open(sys.argv[1]))["qps"]))' \
 	"$out/calibrate/client.json")
@@ -185,21 +310,40 @@ done
 loads+=("max:0")
 
 # shellcheck disable=SC2086 # word lists
-printf '{"server_cpu": %d, "server_irqs": %s, "saturation_qps": %d, "conns": %d, "secs": %s, "reps": %d, "modes": "%s", "loads": "%s"}\n' \
-	"$SRV_CPU" "$(json_list $srv_irqs)" "$sat" "$BENCH_CONNS" "$BENCH_SECS" \
-	"$BENCH_REPS" "${modes[*]}" "${loads[*]}" > "$out/meta.json"
+printf '{"server": "%s", "host_threads": "%s", "server_cpu": %d, "server_irqs": %s, "saturation_qps": %d, "conns": %d, "depth": %d, "secs": %s, "reps": %d, "modes": "%s", "loads": "%s"}\n' \
+	"$server" "$host_threads" "$SRV_CPU" "$(json_list $srv_irqs)" "$sat" \
+	"$BENCH_CONNS" "$max_depth" \
+	"$BENCH_SECS" "$BENCH_REPS" "${modes[*]}" "${loads[*]}" > "$out/meta.json"
 
 # Repetitions outermost, so that every mode sees the same drift of the host.
 for rep in $(seq "$BENCH_REPS"); do
 	for mode in "${modes[@]}"; do
 		log "rep $rep/$BENCH_REPS: $mode"
-		opts=$(mode_setup "$mode")
-		for load in "${loads[@]}"; do
-			server_start "$opts"
-			point "$out/$mode/${load%%:*}/$rep" "${load#*:}"
-			server_stop
-		done
+		run_points "$out" "$mode" "$rep" "${loads[@]}"
 	done
 done
+
+# The pinning study (memcached): the same points with QEMU's threads free
+# on the host's CPUs and with the server's vCPU alone on one, alternating,
+# with the host threads' CPU time.
+pin_loads=()
+for load in "${loads[@]}"; do
+	[[ " $BENCH_PIN_LOADS " = *" ${load%%:*} "* ]] && pin_loads+=("$load")
+done
+if [ "$server" = memcached ] && [ "$host_threads" = split ] &&
+   [ "${#pin_loads[@]}" -gt 0 ]; then
+	sample_host=1
+	for rep in $(seq "$BENCH_REPS"); do
+		for pin in spread split; do
+			log "pinning study, rep $rep/$BENCH_REPS: host threads $pin"
+			host_ask pin "$pin"
+			for mode in $BENCH_PIN_MODES; do
+				log "pinning study, rep $rep/$BENCH_REPS: $pin, $mode"
+				run_points "$out/pinning/$pin" "$mode" "$rep" "${pin_loads[@]}"
+			done
+		done
+	done
+	sample_host=0
+fi
 napi_set 0 0 0
 log "done"
