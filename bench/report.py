@@ -7,8 +7,9 @@ usage: report.py RAW_DIR RESULTS_DIR [--readme README.md]
 RAW_DIR holds what the guest recorded: per point, the client's or fio's
 JSON output and /proc snapshots at both ends of the measured window.
 Every figure here is worked out from those; each table cell is the median
-of the runs with [min-max] after it. RESULTS_DIR gets suspend.md, gsim.md,
-summary.md, README.md (all three), suspend.png, gsim.png and data.json.
+of the runs with [min-max] after it. RESULTS_DIR gets suspend.md,
+memcached.md, memcached-pinning.md, gsim.md, README.md (all of them),
+suspend.png, memcached.png, gsim.png and data.json.
 With --readme, the part of README.md between the bench markers is replaced
 by the new README.md, with links made relative to README.md.
 """
@@ -98,9 +99,11 @@ def load_json(path):
 # ---------------------------------------------------------------- stats
 
 def spread(values):
-    """median, min, max of the runs of one point."""
-    return {"median": statistics.median(values), "min": min(values),
-            "max": max(values), "runs": values}
+    """median, min, max of the runs of one point (runs without the figure,
+    NaN, left out)."""
+    have = [v for v in values if v == v] or [float("nan")]
+    return {"median": statistics.median(have), "min": min(have),
+            "max": max(have), "runs": values}
 
 
 def cell(s, fmt):
@@ -157,7 +160,7 @@ def rr_point(point, meta):
         "ipq_rx": interrupts_delta(point, rx) / answered,
         "ipq_tx": interrupts_delta(point, tx) / answered,
         "spq": softirq_delta(point, "NET_RX", cpu) / answered,
-        "dropped": client["dropped"],
+        "lost": client["dropped"] + client.get("unanswered", 0),
         "checked": client.get("checked", 0),
     }
 
@@ -330,13 +333,17 @@ def read_host_sample(path):
 
 
 def host_cpu(point):
-    """% of one host CPU each QEMU thread class used around a point."""
-    if not os.path.exists(f"{point}/host-end"):
-        return {}
+    """% of one host CPU each QEMU thread class used around a point (NaN
+    where the host did not sample)."""
+    if not (os.path.exists(f"{point}/host-start") and os.path.exists(f"{point}/host-end")):
+        return {m: NAN for m in HOST_METRICS}
     t0, a = read_host_sample(f"{point}/host-start")
     t1, b = read_host_sample(f"{point}/host-end")
     return {f"host_{k}_pct": 100 * (b[k] - a[k]) / CLK_TCK / (t1 - t0)
             for k in a} if t1 > t0 else {}
+
+
+NAN = float("nan")
 
 
 HOST_METRICS = ["host_main_pct", "host_vcpu0_pct", "host_vcpu1_pct"]
@@ -391,16 +398,20 @@ def suspend_section(raw, results, part, plt):
         f.write(table)
     rr_chart(f"{results}/{name}.png", meta, modes, loads, agg, plt, part["what"])
     checked = sum(run["checked"] for runs in points.values() for run in runs)
+    lost = [f"{m} {load_label(l, meta)}: {sum(run['lost'] for run in runs)}"
+            for (m, l), runs in points.items() if any(run["lost"] for run in runs)]
     data = {"meta": meta, "points": {f"{m} {l}": v for (m, l), v in agg.items()}}
     pinned = {"split": " The server vCPU's host thread has a host CPU of its own "
-                        "(QEMU's other threads share the other; see the pinning "
+                        "(QEMU's other threads share the others; see the pinning "
                         "study).",
               "spread": " QEMU's threads are not pinned on the host."}
     text = ["### " + part["title"], "",
             part["intro"].format(**{"depth": 1, **meta, "checked": checked}) +
             pinned.get(meta.get("host_threads"), "") + " " + COLUMNS_TEXT, "",
             MODES_TEXT, "",
-            table, "Ratios (medians):", "", summary,
+            table, "Requests dropped (the connection full) or unanswered at the "
+            "end of a run: " + ("; ".join(lost) if lost else "none") + ".", "",
+            "Ratios (medians):", "", summary,
             f"![{part['title']}]({name}.png)", ""]
     pins, pin_table, pin_summary = pinning_table(raw, meta, results)
     if pins:
@@ -408,7 +419,7 @@ def suspend_section(raw, results, part, plt):
         text += ["Pinning study: the same points in one more pass, alternating "
                  "between QEMU's threads free on the host's CPUs (spread) and "
                  "the server vCPU's thread alone on one host CPU, the client "
-                 "vCPU and QEMU's I/O threads on the other (split, as in the "
+                 "vCPU and QEMU's I/O threads on the others (split, as in the "
                  "table above). main loop, vCPU 0, vCPU 1: the host CPU time "
                  "of those QEMU threads over the run (warm-up and drain "
                  "included), in % of one host CPU; the main loop moves every "
@@ -559,14 +570,20 @@ def gsim_summary(meta, depths, agg):
     a, o = agg.get(("reach", flood)), agg.get(("off", flood))
     if a and o:
         rate, target = a["intr_s"]["median"], meta["reach_target"]
+        off_rate, floor = meta["flood_off_rate"], meta["flood_floor_rate"]
+        if floor < off_rate:
+            what = (f"target halfway {target}/s): adaptive {rate:.0f}/s = "
+                    f"{rate / target:.2f} of the target")
+        else:
+            what = (f"so no target below off is reachable; the third adaptive row's "
+                    f"target {target}/s): adaptive {rate:.0f}/s = "
+                    f"{med_ratio(a, o, 'intr_s'):.2f} of off, timers "
+                    f"{a['timer_s']['median']:.0f}/s")
         lines.append(
-            f"- reachable target at the flood (iodepth {flood}: off "
-            f"{meta['flood_off_rate']}/s, fixed at {meta['max_delay_us']} us "
-            f"{meta['flood_floor_rate']}/s, target halfway {target}/s): adaptive "
-            f"{rate:.0f}/s = {rate / target:.2f} of the target "
-            f"(off in this pass {o['intr_s']['median']:.0f}/s = "
-            f"{o['intr_s']['median'] / target:.2f}), delay "
-            f"{a['delay_us']['median']:.0f} us, IOPS {med_ratio(a, o, 'iops'):.2f} of off")
+            f"- the flood (iodepth {flood}: off {off_rate}/s, fixed at "
+            f"{meta['max_delay_us']} us {floor}/s counting held-back arrivals "
+            f"and timers, {what}; delay {a['delay_us']['median']:.0f} us, IOPS "
+            f"{med_ratio(a, o, 'iops'):.2f} of off")
     # One completion per interrupt only at the shallowest queue: there the
     # hardirq time per interrupt is the handler's plus the hook's.
     for depth in depths[:1]:
@@ -587,16 +604,24 @@ PROTECT_CASES = ("alone", "off", "hardirq")
 def protect_point(point, meta):
     """cpu_spin's throughput and CPU 0's hardirq share in one window."""
     stat = stat_delta(point, "cpu0")
+    secs = sum(stat) / USER_HZ
+    start = read_mod_totals(f"{point}/start-gsim-stats")
+    end = read_mod_totals(f"{point}/end-gsim-stats")
+    timers = end["timers"] - start["timers"]
+    held = end["held"] - start["held"]
+    vector = interrupts_delta(point, meta["disk_irqs"])
     out = {"units_s": load_json(f"{point}/window.json")["units_per_s"],
            "hardirq_pct": 100 * stat[5] / sum(stat) if sum(stat) else 0.0,
-           "intr_s": interrupts_delta(point, meta["disk_irqs"]) / meta["secs"],
+           # as in the GSIM table: handler runs, held-back arrivals, timers
+           "intr_s": (vector + held + timers) / secs,
+           "timer_s": timers / secs,
            "iops": 0.0}
     if os.path.exists(f"{point}/fio.json"):
         with open(f"{point}/start-ios", encoding="ascii") as f:
             ios = -int(f.read())
         with open(f"{point}/end-ios", encoding="ascii") as f:
             ios += int(f.read())
-        out["iops"] = ios / meta["secs"]
+        out["iops"] = ios / secs
     return out
 
 
@@ -611,15 +636,16 @@ def protect_section(raw, meta):
             if os.path.isdir(f"{base}/{case}") else []
         if reps:
             points[case] = [protect_point(f"{base}/{case}/{r}", meta) for r in reps]
-    agg = aggregate(points, ["units_s", "hardirq_pct", "intr_s", "iops"])
+    agg = aggregate(points, ["units_s", "hardirq_pct", "intr_s", "timer_s", "iops"])
     text = {"alone": "cpu_spin alone", "off": "with fio, moderation off",
             "hardirq": f"with fio, hardirq_percent {meta['protect_percent']} "
                        f"(delay_us {meta['max_delay_us']})"}
     rows = [[text[c], cell(a["units_s"], "{:.0f}"), cell(a["hardirq_pct"], "{:.1f}"),
-             cell(a["intr_s"], "{:.0f}"), cell(a["iops"], "{:.0f}")]
+             cell(a["intr_s"], "{:.0f}"), cell(a["timer_s"], "{:.0f}"),
+             cell(a["iops"], "{:.0f}")]
             for c, a in agg.items()]
     out = md_table(["CPU 0", "cpu_spin units/s", "CPU 0 hardirq %",
-                    "disk interrupts/s", "IOPS"], rows)
+                    "disk interrupts/s", "of which timers/s", "IOPS"], rows)
     if all(c in agg for c in PROTECT_CASES):
         al, off, h = (agg[c] for c in PROTECT_CASES)
         out += (f"\n- cpu_spin with I/O: {med_ratio(off, al, 'units_s'):.2f} of alone "

@@ -4,6 +4,7 @@
 # from the snapshots, so the guest only records.
 
 BENCH_REPS=${BENCH_REPS:-3}		# runs of every point
+BENCH_TOP=${BENCH_TOP:-/tmp}		# where host_ask writes (run.sh sets it)
 BENCH_SECS=${BENCH_SECS:-5}		# measured seconds per point
 BENCH_WARMUP=${BENCH_WARMUP:-1}		# seconds before the measurement
 

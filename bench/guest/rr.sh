@@ -65,16 +65,21 @@ memcached)
 	;;
 esac
 
-# dev_by_mac MAC: the interface with that address (in the initial netns).
+# dev_by_mac MAC: the interface with that address (in the initial netns),
+# waiting up to 10 s: an earlier part's deleted namespaces hand their
+# devices back asynchronously.
 dev_by_mac()
 {
 	local d
 
-	for d in /sys/class/net/*; do
-		if [ "$(cat "$d/address")" = "$1" ]; then
-			basename "$d"
-			return 0
-		fi
+	for _ in $(seq 100); do
+		for d in /sys/class/net/*; do
+			if [ "$(cat "$d/address")" = "$1" ]; then
+				basename "$d"
+				return 0
+			fi
+		done
+		sleep 0.1
 	done
 	echo "no interface with address $1: is bench/qemu-opts in use?" >&2
 	return 1
@@ -237,13 +242,13 @@ point()
 	local dir=$1 rate=$2 depth=${3:-$max_depth}
 
 	mkdir -p "$dir"
-	[ "$sample_host" = 0 ] || host_ask sample "${dir#"$BENCH_TOP"/}/host-start"
+	[ "$sample_host" = 0 ] || host_ask sample "${dir#"$BENCH_TOP"/}/host-start" || true
 	# shellcheck disable=SC2086 # the options are words
 	ip netns exec "$CLI_NS" taskset -c "$CLI_CPU" "$tools/rr_client" \
 		$client_opts -q "$depth" -a "$SRV_ADDR" -c "$BENCH_CONNS" \
 		-r "$rate" -w "$BENCH_WARMUP" -d "$BENCH_SECS" -S "$dir" \
 		> "$dir/client.json"
-	[ "$sample_host" = 0 ] || host_ask sample "${dir#"$BENCH_TOP"/}/host-end"
+	[ "$sample_host" = 0 ] || host_ask sample "${dir#"$BENCH_TOP"/}/host-end" || true
 }
 
 # run_points DIR MODE REP LOAD...: run REP of each LOAD (PCT:RATE) under
@@ -266,7 +271,8 @@ cleanup()
 	server_stop
 	ip netns del "$SRV_NS" 2>/dev/null || true
 	ip netns del "$CLI_NS" 2>/dev/null || true
-	[ "$host_threads" = spread ] || host_ask pin spread || true
+	# also after a late answer the guest gave up on
+	host_ask pin spread || true
 }
 trap cleanup EXIT
 
@@ -336,7 +342,7 @@ if [ "$server" = memcached ] && [ "$host_threads" = split ] &&
 	for rep in $(seq "$BENCH_REPS"); do
 		for pin in spread split; do
 			log "pinning study, rep $rep/$BENCH_REPS: host threads $pin"
-			host_ask pin "$pin"
+			host_ask pin "$pin" || continue
 			for mode in $BENCH_PIN_MODES; do
 				log "pinning study, rep $rep/$BENCH_REPS: $pin, $mode"
 				run_points "$out/pinning/$pin" "$mode" "$rep" "${pin_loads[@]}"

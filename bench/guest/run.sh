@@ -20,6 +20,7 @@ watchdog()
 {
 	local size last=-1 quiet=0 n=0 task
 
+	set +e			# tasks come and go while it reads /proc
 	while sleep 5; do
 		size=$(cat "$out"/*.log 2>/dev/null | wc -c)
 		if [ "$size" != "$last" ]; then

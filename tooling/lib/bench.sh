@@ -61,7 +61,9 @@ bench_pin()
 			cpus=0-$((last - 1))
 			[[ "$comm" = "CPU 1/"* ]] && cpus=$last
 		fi
-		taskset -pc "$cpus" "${task##*/}" > /dev/null || return 1
+		# a thread of QEMU's pools may exit at any time
+		taskset -pc "$cpus" "${task##*/}" > /dev/null 2>&1 ||
+			[ ! -d "$task" ] || return 1
 		printf '%s %s: %s\n' "${task##*/}" "$comm" "$cpus"
 	done
 }
@@ -97,16 +99,18 @@ bench_sample()
 	done
 }
 
-# bench_host_watch RAW: until killed, do what the guest asks in
-# RAW/host-request (host_ask in bench/guest/lib.sh) to the benchmark's QEMU,
-# and answer "ok" or "failed" in a new file RAW/host-done-ID; each pinning
-# is logged in RAW/pin-HOW.log.
+# bench_host_watch RAW: until killed or kdev is gone, do what the guest
+# asks in RAW/host-request (host_ask in bench/guest/lib.sh) to the
+# benchmark's QEMU, and answer "ok" or "failed" in a new file
+# RAW/host-done-ID; each pinning is logged in RAW/pin-HOW.log. It polls
+# with builtins, not to take the host CPU it measures.
 bench_host_watch()
 {
 	local raw=$1 req last='' seq action arg pid rc
 
-	while sleep 0.05; do
-		req=$(cat "$raw/host-request" 2>/dev/null) || continue
+	while sleep 0.05 && kill -0 "$$" 2>/dev/null; do
+		[ -e "$raw/host-request" ] || continue
+		read -r req < "$raw/host-request" || continue
 		[ "$req" != "$last" ] || continue
 		last=$req
 		read -r seq action arg <<< "$req"
