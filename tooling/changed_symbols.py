@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """What a series changes in the kernel's shared headers, for the series check.
 
-usage: changed_symbols.py TREE BASE
+usage: changed_symbols.py [--functions] TREE BASE
 
 Reads `git diff BASE HEAD` of TREE's include/ headers (uapi left out: its
 ABI is checked elsewhere) and prints one git grep pattern per line:
@@ -15,6 +15,12 @@ ABI is checked elsewhere) and prints one git grep pattern per line:
 
 Every C file that matches one of them is a file whose build the series
 may break, whether or not our own configs compile it.
+
+With --functions, it prints instead the name of every kernel function (in
+any C file or header, tools/ aside) whose body a line the series adds or
+removes is in: the code the series touches, for telling KCSAN reports in
+it from those in base code. A function that only inlines a changed one is
+not listed; the series changed the callers of the inline helpers it added.
 """
 
 import re
@@ -99,13 +105,14 @@ def is_comment(text):
     return not text or text.startswith(("/*", "*", "//"))
 
 
-def main():
-    tree, base = sys.argv[1], sys.argv[2]
-    patterns = set()
-    diff = git(tree, "diff", "-U0", base, "HEAD", "--", "include/",
-               ":(exclude)include/uapi")
+def changed_blocks(tree, base, pathspec):
+    """What `git diff BASE HEAD -- PATHSPEC` of TREE changes: yields, per
+    changed line, the top-level block it is in (see enclosing()) or, for a
+    removed line outside any block, ("", the name it declared)."""
+    diff = git(tree, "diff", "-U0", base, "HEAD", "--", *pathspec)
     owner = {}
     in_hunk = False
+    new = 0
     for line in diff.splitlines():
         if line.startswith("diff --git "):
             in_hunk = False
@@ -124,19 +131,36 @@ def main():
             continue
         if line.startswith("+"):
             if not is_comment(line[1:]) and new in owner:
-                patterns.add(owner[new])
+                yield owner[new], None
             new += 1
         elif line.startswith("-") and not is_comment(line[1:]):
             # a removed line sat just before line "new" of the new file
             block = owner.get(new) or owner.get(new - 1)
             if block:
-                patterns.add(block)
+                yield block, None
             else:
-                name = declared(line[1:].strip())
-                if name:
-                    patterns.add(name)
-    print("\n".join(sorted(patterns)))
+                yield "", declared(line[1:].strip())
 
+
+def main():
+    args = sys.argv[1:]
+    functions = args[:1] == ["--functions"]
+    if functions:
+        args = args[1:]
+    tree, base = args
+    patterns = set()
+    if functions:
+        # Every function the series adds or changes, in any C file
+        for block, _ in changed_blocks(tree, base, ["*.c", "*.h",
+                                                    ":(exclude)tools/"]):
+            if block and not block.startswith("struct "):
+                patterns.add(block)
+    else:
+        for block, name in changed_blocks(tree, base,
+                                          ["include/", ":(exclude)include/uapi"]):
+            if block or name:
+                patterns.add(block or name)
+    print("\n".join(sorted(patterns)))
 
 if __name__ == "__main__":
     main()

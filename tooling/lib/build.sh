@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # Kernel and selftest builds. A flavour is a set of config fragments with its
-# own build directory: "debug" for tests, "bench" for benchmarks.
+# own build directory: "debug" for tests, "kcsan" for the same tests on a
+# kernel with the race detector instead of KASAN, "bench" for benchmarks.
 
 KDEV_KSELFTESTS=$KDEV_ROOT/tests/kselftests
 KDEV_KUNIT_CONFIG=$KDEV_ROOT/tests/kunit.config
@@ -37,6 +38,15 @@ selection_only()
 		       END { exit !found }' "$KDEV_KSELFTESTS"
 }
 
+# test_fragments SANITIZER: the fragments of a kernel for the tests, with
+# config/SANITIZER.config (kasan or kcsan, which cannot be combined).
+test_fragments()
+{
+	printf '%s\n' "$KDEV_ROOT/config/debug.config" \
+		"$KDEV_ROOT/config/$1.config" "$KDEV_KUNIT_CONFIG" \
+		"$KDEV_ROOT/user/tests/config"
+}
+
 # own_fragments FLAVOUR: the repo's fragments for a flavour.
 own_fragments()
 {
@@ -45,8 +55,10 @@ own_fragments()
 	printf '%s\n' "$KDEV_ROOT/config/guest.config"
 	case "$flavour" in
 	debug)
-		printf '%s\n' "$KDEV_ROOT/config/debug.config" "$KDEV_KUNIT_CONFIG" \
-			"$KDEV_ROOT/user/tests/config"
+		test_fragments kasan
+		;;
+	kcsan)
+		test_fragments kcsan
 		;;
 	bench)
 		;;
