@@ -1,7 +1,8 @@
 #!/bin/bash
 # Runs inside the guest: the selected kselftests through the kernel's own
-# run_kselftest.sh, the tests of user/, then a copy of the kernel log
-# (KUnit reports there).
+# run_kselftest.sh, the tests of user/, the stress run
+# (KDEV_STRESS_MINUTES, if not 0), then a copy of the kernel log (KUnit
+# reports there).
 #
 # usage: run-tests.sh RESULTS_DIR KSELFTEST_INSTALL_DIR collection:test...
 #
@@ -12,6 +13,7 @@ set -uo pipefail
 results=$1
 ksft=$2
 shift 2
+kdev_root=$(cd "$(dirname "$(readlink -f "$0")")/../.." && pwd)
 
 # Tools the host installed for the guest (see host_guest_tools) come first.
 export PATH=${KDEV_GUEST_PATH:+$KDEV_GUEST_PATH:}/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
@@ -64,26 +66,46 @@ for t in "$@"; do
 done
 echo "kdev-guest: kselftests done"
 
-# The tests of user/ (KDEV_USER_TESTS: file names in KDEV_USER_DIR, the
-# programs built in KDEV_USER_BUILD), in the runner's format: the test's
-# own KTAP as "# " lines, then its result as "selftests: user: NAME".
-n=0
-for t in ${KDEV_USER_TESTS:-}; do
-	n=$((n + 1))
-	out=$results/kselftest-user-$(printf %02d "$n").ktap
-	echo "kdev-guest: user:$t"
-	rc=0
-	USER_BUILD=$KDEV_USER_BUILD KSFT_DIR=$ksft \
-		timeout -k 30 "$min_timeout" "$KDEV_USER_DIR/$t" < /dev/null \
-		> "$out.log" 2>&1 || rc=$?
+# run_wrapped OUT COLLECTION NAME SECONDS CMD...: CMD, given SECONDS, in
+# the runner's format: its own KTAP as "# " lines in OUT, then its result
+# as "selftests: COLLECTION: NAME" from its exit status (4: skipped).
+run_wrapped()
+{
+	local out=$1 coll=$2 name=$3 limit=$4 rc=0
+	shift 4
+
+	timeout -k 30 "$limit" "$@" < /dev/null > "$out.log" 2>&1 || rc=$?
 	sed 's/^/# /' "$out.log" > "$out"
 	rm -f "$out.log"
 	case $rc in
-	0) echo "ok 1 selftests: user: $t" ;;
-	4) echo "ok 1 selftests: user: $t # SKIP" ;;
-	124) echo "not ok 1 selftests: user: $t # TIMEOUT $min_timeout seconds" ;;
-	*) echo "not ok 1 selftests: user: $t # exit=$rc" ;;
+	0) echo "ok 1 selftests: $coll: $name" ;;
+	4) echo "ok 1 selftests: $coll: $name # SKIP" ;;
+	124) echo "not ok 1 selftests: $coll: $name # TIMEOUT $limit seconds" ;;
+	*) echo "not ok 1 selftests: $coll: $name # exit=$rc" ;;
 	esac >> "$out"
+}
+
+# The tests of user/ (KDEV_USER_TESTS: file names in KDEV_USER_DIR, the
+# programs built in KDEV_USER_BUILD).
+n=0
+for t in ${KDEV_USER_TESTS:-}; do
+	n=$((n + 1))
+	echo "kdev-guest: user:$t"
+	run_wrapped "$results/kselftest-user-$(printf %02d "$n").ktap" user "$t" \
+		"$min_timeout" env USER_BUILD="$KDEV_USER_BUILD" KSFT_DIR="$ksft" \
+		"$KDEV_USER_DIR/$t"
 done
+
+# The stress run (tests/stress/stress.sh) for KDEV_STRESS_MINUTES, as
+# "kdev:stress_short"; its teardown and end checks get 10 minutes more.
+# Last, as it offlines a CPU, moderates interrupts and injects faults.
+stress_minutes=${KDEV_STRESS_MINUTES:-0}
+if [[ $stress_minutes =~ ^[0-9]+$ ]] && [ "$stress_minutes" -gt 0 ]; then
+	echo "kdev-guest: kdev:stress_short ($stress_minutes min)"
+	run_wrapped "$results/kselftest-stress.ktap" kdev stress_short \
+		$((stress_minutes * 60 + 600)) env KSFT_DIR="$ksft" \
+		STRESS_RESULTS="$results" "$kdev_root/tests/stress/stress.sh" \
+		"$stress_minutes"
+fi
 dmesg > "$results/dmesg.txt"
 echo "kdev-guest: done"
