@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # Kernel and selftest builds. A flavour is a set of config fragments with its
 # own build directory: "debug" for tests, "kcsan" for the same tests on a
-# kernel with the race detector instead of KASAN, "bench" for benchmarks.
+# kernel with the race detector instead of KASAN, "stress" for the stress
+# run (debug plus tests/stress/config), "bench" for benchmarks.
 
 KDEV_KSELFTESTS=$KDEV_ROOT/tests/kselftests
 KDEV_KUNIT_CONFIG=$KDEV_ROOT/tests/kunit.config
@@ -44,7 +45,7 @@ test_fragments()
 {
 	printf '%s\n' "$KDEV_ROOT/config/debug.config" \
 		"$KDEV_ROOT/config/$1.config" "$KDEV_KUNIT_CONFIG" \
-		"$KDEV_ROOT/user/tests/config" "$KDEV_ROOT/tests/stress/config"
+		"$KDEV_ROOT/user/tests/config"
 }
 
 # own_fragments FLAVOUR: the repo's fragments for a flavour.
@@ -59,6 +60,12 @@ own_fragments()
 		;;
 	kcsan)
 		test_fragments kcsan
+		;;
+	stress)
+		# The stress run's options (kmemleak, fault injection) cost
+		# every test: only ./kdev stress's kernel has them
+		test_fragments kasan
+		printf '%s\n' "$KDEV_ROOT/tests/stress/config"
 		;;
 	bench)
 		;;
