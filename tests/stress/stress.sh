@@ -7,7 +7,8 @@
 # (/proc/irq/soft_moderation/, /proc/irq/N/soft_moderation), while
 # netdevsim devices are reconfigured, added and deleted, CPU 1 goes
 # offline and online, interrupts move between CPUs, and failslab and
-# fail_page_alloc make allocations of some of the workers fail.
+# fail_page_alloc make allocations fail inside the netlink requests and
+# the procfs and debugfs writes of some of the workers.
 #
 # For MINUTES minutes, these workers run at once, each counting its
 # operations and their outcomes (format: stress_lib.py):
@@ -31,12 +32,13 @@
 #              EINVAL, which must change nothing), the per-interrupt
 #              switches, the stats file, reads of the GSIM test disks
 #   hotplug    CPU 1 offline and online, interrupt affinities
-#   faults     windows of fault injection (failslab, fail_page_alloc) for
-#              the tasks with make-it-fail set: netlink, reconfig, gsim
+# Faults (fail_nth.py) are injected into single system calls: a share of
+# the netlink worker's requests, and of the gsim and reconfig workers'
+# writes.
 #
 # An error is expected when the operation may return it; any other is
-# unexpected, unless the worker is one faults are injected into and a
-# window was open (an injected ENOMEM often surfaces as another error).
+# unexpected, unless a fault was injected into that operation (an
+# injected ENOMEM often surfaces as another error).
 # At the end the workers stop, their devices are deleted (each deletion
 # bounded), and GSIM, the per-interrupt switches, CPU 1, the affinities
 # and fault injection are put back; then the KTAP cases:
@@ -53,6 +55,9 @@
 #                          each deletion returned in time
 #   kmemleak_clean         two kmemleak scans find nothing (leak suspects
 #                          from before the run are cleared first)
+#   faults_injected        faults were injected into the netlink worker's
+#                          requests and into the workers' writes (skipped
+#                          on a kernel without FAULT_INJECTION)
 # and a summary line (minutes, operations per worker, errors by kind,
 # faults injected), also as JSON in $STRESS_RESULTS/stress.json.
 #
@@ -81,19 +86,15 @@ KMEMLEAK_TIMEOUT=300	# one kmemleak scan
 STOP_GRACE=120		# for the workers to finish what they are doing
 KSFT_SKIP=4
 
-# Fault injection: windows of FAULT_ON seconds after FAULT_OFF without.
-# Every allocation of the tasks with make-it-fail is a candidate, the
-# GFP_KERNEL ones too (ignore-gfp-wait N), and one in INTERVAL is failed
-# with PROBABILITY percent: one in 400 slab and one in 200 page
-# allocations (order 0 too; user pages, __GFP_HIGHMEM, are left alone).
-# That fails a netlink request every few dozen while most fork()s and
-# exec()s of the shell workers still work.
-FAULT_ON=15
-FAULT_OFF=15
-FAILSLAB_PROBABILITY=10
-FAILSLAB_INTERVAL=40
-FAIL_PAGE_PROBABILITY=10
-FAIL_PAGE_INTERVAL=20
+# Fault injection (fail_nth.py): one allocation failed inside single
+# system calls, through /proc/thread-self/fail-nth, in the netlink
+# worker's requests (NETLINK_FAULTS of their send and receive calls) and
+# in one in FAULT_WRITE_ONE_IN of the gsim and reconfig workers' procfs
+# and debugfs writes. The attributes' probability stays 0, so nothing
+# else fails: GFP_KERNEL allocations are candidates too (ignore-gfp-wait
+# N), user pages (__GFP_HIGHMEM) are not.
+NETLINK_FAULTS=0.3
+FAULT_WRITE_ONE_IN=4
 # "times" counts down per injected fault: the faults of the run are what
 # it took off this (with -1, the documented "no limit", nothing counts).
 FAULT_TIMES=1000000000
@@ -136,7 +137,7 @@ declare -A KNOB_DEFAULT=([delay_us]=0 [target_intr_rate]=0
 			 [hardirq_percent]=0 [update_ms]=5 [scale_cpus]=150)
 STATS_HEADER="cpu global_rate local_rate active_cpus hardirq_percent delay_ns rate_high time_high timers deferred replayed held empty off_rate"
 
-WORKERS=(netlink epoll receivers reconfig gsim hotplug faults)
+WORKERS=(netlink epoll receivers reconfig gsim hotplug)
 WORKER_PIDS=()
 CASES=()
 TMP=
@@ -149,18 +150,13 @@ GSIM_DISKS=()
 
 # Per worker process (each worker is a subshell with its own copies)
 WORKER=main
-# Faults may be injected into this worker's commands: each runs with
-# make-it-fail set, by FAULTY, a shell that sets it on itself and execs
-# the command. Not on the worker's own shell: bash exits when a fork()
-# fails with ENOMEM.
+# Faults may be injected into this worker's writes (wr)
 FAULTABLE=0
-# shellcheck disable=SC2016 # expanded by that shell
-FAULTY=(sh -c 'echo 1 2> /dev/null > /proc/self/make-it-fail; exec "$@"' make-it-fail)
+# A fault was injected into the operation since op_begin
+OP_FAULTED=0
 declare -A CNT=()
 LOGGED=0
 LOG_MAX=30
-OP_TOKEN=
-FT=
 WR=
 RESULT=
 ERR=
@@ -265,30 +261,15 @@ flush_counts()
 	done 2> /dev/null > "$COUNTS_DIR/$WORKER.0"
 }
 
-# fault_token: FT, the fault state file's "on G" or "off G" (the faults
-# worker writes "on G" before it sets a probability, "off G" once it put
-# it back to 0); "on" if it cannot be read
-fault_token()
-{
-	local s=on g=
-
-	read -r s g < "$FAULT_STATE" 2> /dev/null
-	FT=$s$g
-}
-
 op_begin()
 {
-	fault_token
-	OP_TOKEN=$FT
+	OP_FAULTED=0
 }
 
-# fault_free: no fault can have been injected since op_begin: the same
-# "off G" then and now, or a worker faults are not injected into
+# fault_free: no fault was injected since op_begin
 fault_free()
 {
-	[ "$FAULTABLE" = 1 ] || return 0
-	fault_token
-	[ "$FT" = "$OP_TOKEN" ] && [[ $FT == off* ]]
+	[ "$OP_FAULTED" = 0 ]
 }
 
 # log_unexpected KIND MESSAGE
@@ -302,7 +283,7 @@ log_unexpected()
 }
 
 # record_error KIND MESSAGE: an error no operation may return: excused
-# (fault.KIND) if faults may have been injected since op_begin, else
+# (fault.KIND) if a fault was injected since op_begin, else
 # unexpected. Fails if unexpected.
 record_error()
 {
@@ -366,14 +347,23 @@ errno_of()
 
 # wr FILE STRING: write STRING to FILE in one write() (write_errno of the
 # irq_moderation selftests), bounded by WR_TIMEOUT (default OP_TIMEOUT);
-# WR is OK, the errno name, or TIMEOUT
+# WR is OK, the errno name, or TIMEOUT. In a FAULTABLE worker, one write
+# in FAULT_WRITE_ONE_IN goes through fail_nth.py, which fails one of its
+# allocations (and sets OP_FAULTED if it did).
 wr()
 {
-	local out rc=0 pre=()
+	local out rc=0 writer=("$WRITE_ERRNO")
 
-	[ "$FAULTABLE" = 1 ] && pre=("${FAULTY[@]}")
-	out=$(timeout -k 5 "${WR_TIMEOUT:-$OP_TIMEOUT}" "${pre[@]}" \
-	      "$WRITE_ERRNO" "$1" "$2" 2>&1) || rc=$?
+	if [ "$FAULTABLE" = 1 ] && [ $((RANDOM % FAULT_WRITE_ONE_IN)) = 0 ]; then
+		writer=(python3 "$HERE/fail_nth.py")
+		count faults.armed
+	fi
+	out=$(timeout -k 5 "${WR_TIMEOUT:-$OP_TIMEOUT}" "${writer[@]}" \
+	      "$1" "$2" 2>&1) || rc=$?
+	if [[ $'\n'$out$'\n' == *$'\ninjected\n'* ]]; then
+		OP_FAULTED=1
+		count faults.injected
+	fi
 	# write_errno's answer is its last line
 	case $rc:${out##*$'\n'} in
 	1:"open: E"*)	WR=${out##*open: } ;;
@@ -395,12 +385,11 @@ write_op()
 # whose result is OK, the errno its message names, or TIMEOUT; in RESULT
 run_cmd()
 {
-	local op=$1 expected=$2 out rc=0 pre=()
+	local op=$1 expected=$2 out rc=0
 	shift 2
 
-	[ "$FAULTABLE" = 1 ] && pre=("${FAULTY[@]}")
 	op_begin
-	out=$(timeout -k 5 "$OP_TIMEOUT" "${pre[@]}" "$@" 2>&1 < /dev/null) ||
+	out=$(timeout -k 5 "$OP_TIMEOUT" "$@" 2>&1 < /dev/null) ||
 		rc=$?
 	case $rc in
 	0)		RESULT=OK ;;
@@ -690,8 +679,8 @@ prerequisites()
 	[ -d "$NSIM_BUS" ] || timeout 60 modprobe netdevsim ||
 		bail_out "no netdevsim"
 	[ -d "$MOD_DIR" ] || bail_out "no $MOD_DIR: kernel without GSIM"
-	[ -e /proc/self/make-it-fail ] ||
-		msg "no /proc/self/make-it-fail: kernel without FAULT_INJECTION"
+	[ -e /proc/thread-self/fail-nth ] ||
+		msg "no /proc/thread-self/fail-nth: kernel without FAULT_INJECTION"
 	return 0
 }
 
@@ -720,44 +709,33 @@ gsim_setup()
 	msg "GSIM test disks: ${GSIM_DISKS[*]:-none}"
 }
 
-# faults_setup: the fault attributes as the run uses them, the values
-# they had kept in FAULT_SAVED; probability 0 until a window opens
+# faults_setup: the fault attributes as fail-nth uses them, the values
+# they had kept in FAULT_SAVED. Probability 0 and the task filter keep
+# every task but an armed fail-nth fault-free.
 faults_setup()
 {
 	local a d f v
 
-	set_fault_state off 0
 	: > "$FAULT_SAVED"
 	for a in "${FAULT_ATTRS[@]}"; do
 		d=/sys/kernel/debug/$a
 		[ -d "$d" ] || continue
-		for f in probability interval times space verbose task-filter \
+		for f in probability times verbose task-filter \
 			 ignore-gfp-wait ignore-gfp-highmem min-order; do
 			[ -e "$d/$f" ] || continue
 			read -r v < "$d/$f"
 			printf '%s %s\n' "$d/$f" "$v" >> "$FAULT_SAVED"
 		done
 		wr "$d/probability" 0
-		if [ "$a" = failslab ]; then
-			wr "$d/interval" "$FAILSLAB_INTERVAL"
-		else
-			wr "$d/interval" "$FAIL_PAGE_INTERVAL"
+		wr "$d/task-filter" Y
+		if [ "$a" = fail_page_alloc ]; then
 			wr "$d/ignore-gfp-highmem" Y
 			wr "$d/min-order" 0
 		fi
 		wr "$d/times" "$FAULT_TIMES"
-		wr "$d/space" 0
 		wr "$d/verbose" 1
-		wr "$d/task-filter" Y
 		wr "$d/ignore-gfp-wait" N
 	done
-}
-
-# set_fault_state on|off G: what fault_token reads, replaced at once
-set_fault_state()
-{
-	printf '%s %s\n' "$1" "$2" > "$FAULT_STATE.new" &&
-		mv -f "$FAULT_STATE.new" "$FAULT_STATE"
 }
 
 # faults_injected ATTR: faults ATTR injected so far
@@ -856,7 +834,6 @@ setup()
 {
 	TMP=$(mktemp -d /tmp/stress.XXXXXX) || bail_out "no tmp dir"
 	STOP=$TMP/stop
-	FAULT_STATE=$TMP/fault-state
 	FAULT_SAVED=$TMP/fault-saved
 	COUNTS_DIR=$TMP/counts
 	LOGS=$TMP/logs
@@ -925,10 +902,8 @@ python_worker()
 
 netlink_worker()
 {
-	# The python process lets faults hit it once it has set up
-	FAULTABLE=1
-	python_worker stress_netlink.py --fault-state "$FAULT_STATE" \
-		--make-it-fail --ns -:verify --ns "$NSSV:bounded" \
+	python_worker stress_netlink.py --faults "$NETLINK_FAULTS" \
+		--ns -:verify --ns "$NSSV:bounded" \
 		--ns "$NSCL:bounded" --ns "$NSRA:free" --ns "$NSRB:free"
 }
 
@@ -1460,26 +1435,6 @@ hotplug_worker()
 	cpu_online
 }
 
-# --- the faults worker ---
-
-# fault_probability P: every attribute's probability; the run's own
-# interval stays
-fault_probability()
-{
-	local a
-
-	for a in "${FAULT_ATTRS[@]}"; do
-		[ -d "/sys/kernel/debug/$a" ] || continue
-		if [ "$1" = 0 ]; then
-			wr "/sys/kernel/debug/$a/probability" 0
-		elif [ "$a" = failslab ]; then
-			wr "/sys/kernel/debug/$a/probability" "$FAILSLAB_PROBABILITY"
-		else
-			wr "/sys/kernel/debug/$a/probability" "$FAIL_PAGE_PROBABILITY"
-		fi
-	done
-}
-
 # faults_total: faults injected so far, all attributes
 faults_total()
 {
@@ -1489,36 +1444,6 @@ faults_total()
 		n=$((n + $(faults_injected "$a")))
 	done
 	echo "$n"
-}
-
-# faults_worker: windows of fault injection, each counted as an
-# operation that succeeded if faults were injected in it
-faults_worker()
-{
-	local g=0 before
-
-	if [ ! -e /sys/kernel/debug/failslab/probability ] ||
-	   [ ! -e /sys/kernel/debug/fail_page_alloc/probability ]; then
-		log_unexpected no_fault_injection "no failslab or fail_page_alloc in debugfs"
-		flush_counts
-		while nap_or_stop 10; do :; done
-		return
-	fi
-	while nap_or_stop "$FAULT_OFF"; do
-		g=$((g + 1))
-		before=$(faults_total)
-		set_fault_state on "$g"
-		fault_probability on
-		nap_or_stop "$FAULT_ON"
-		fault_probability 0
-		set_fault_state off "$g"
-		op_begin
-		if [ "$(faults_total)" -gt "$before" ]; then
-			outcome window "OK NONE" OK
-		else
-			outcome window "OK NONE" NONE
-		fi
-	done
 }
 
 start_workers()
@@ -1563,7 +1488,6 @@ faults_restore()
 {
 	local f v
 
-	fault_probability 0
 	[ -f "$FAULT_SAVED" ] || return 0
 	while read -r f v; do
 		wr "$f" "$v"
@@ -1638,13 +1562,12 @@ teardown()
 	return 0
 }
 
-# on_signal: the run was cut short (its timeout): at least fault
-# injection, GSIM and CPU 1 back as they were
+# on_signal: the run was cut short (its timeout): at least GSIM and CPU 1
+# back as they were
 on_signal()
 {
 	trap - TERM INT
 	[ -n "$TMP" ] && touch "$STOP"
-	fault_probability 0
 	wr "$MOD_DIR/delay_us" 0
 	[ -w "$CPU1_ONLINE" ] && wr "$CPU1_ONLINE" 1
 	exit 1
@@ -1806,6 +1729,39 @@ check_kmemleak()
 	return 1
 }
 
+# worker_faults WORKER...: the faults the WORKERs injected into their
+# own calls (their counts' faults.injected)
+worker_faults()
+{
+	local w n=0
+
+	for w in "$@"; do
+		n=$((n + $(cat "$COUNTS_DIR/$w".[0-9]* 2> /dev/null |
+			   awk '$1 == "faults.injected" { n += $2 } END { print n + 0 }')))
+	done
+	echo "$n"
+}
+
+# check_faults: the netlink worker's requests and the gsim and reconfig
+# workers' writes had faults injected, and the fault attributes counted
+# them all (an injection in a call the workers did not arm is a leak of
+# fail-nth)
+check_faults()
+{
+	local nl wr total
+
+	if [ ! -e /proc/thread-self/fail-nth ] ||
+	   [ ! -e /sys/kernel/debug/failslab/times ]; then
+		skip "kernel without FAULT_INJECTION (fail-nth) or FAILSLAB"
+		return
+	fi
+	nl=$(worker_faults netlink)
+	wr=$(worker_faults gsim reconfig)
+	total=$(faults_total)
+	msg "faults injected: netlink requests $nl, writes $wr; counted by failslab and fail_page_alloc $total"
+	[ "$nl" -gt 0 ] && [ "$wr" -gt 0 ] && [ "$total" -eq $((nl + wr)) ]
+}
+
 # summary: the figures, on one line and as JSON
 summary()
 {
@@ -1847,7 +1803,7 @@ main()
 
 	echo "TAP version 13"
 	prerequisites
-	echo "1..7"
+	echo "1..8"
 	trap on_signal TERM INT
 	t0=$SECONDS
 	setup
@@ -1866,6 +1822,7 @@ main()
 	run_case gsim_lists_empty check_gsim_lists
 	run_case devices_gone check_devices_gone
 	run_case kmemleak_clean check_kmemleak
+	run_case faults_injected check_faults
 	summary
 	echo "# Totals: pass:$(grep -o '=pass' <<< "${CASES[*]}" | wc -l)" \
 	     "fail:$(grep -o '=fail' <<< "${CASES[*]}" | wc -l) xfail:0 xpass:0" \

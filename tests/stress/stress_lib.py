@@ -3,9 +3,9 @@
 """Shared by the stress run's python workers and by stress.sh's end.
 
 For the workers (stress_netlink.py, stress_epoll.py): operation counters in
-the format stress.sh's own workers write, fault-injection windows, network
-namespaces, and the netdev netlink family of the installed kselftests' YNL
-library, with one socket per network namespace.
+the format stress.sh's own workers write, network namespaces, and the
+netdev netlink family of the installed kselftests' YNL library, with one
+socket per network namespace (its calls faulted through fail_nth.py).
 
 As a program, for stress.sh once every worker has stopped:
 
@@ -23,8 +23,8 @@ As a program, for stress.sh once every worker has stopped:
 A worker's counts are "key value" lines in COUNTS_DIR/WORKER.N (N: one
 file per process of the worker, so that a restarted worker adds to what
 its earlier processes did): ops, ok, ops.OP (per operation), exp.ERR
-(errors the operation may return), fault.ERR (other errors while fault
-injection was on), unexp.ERR (the rest); their messages, one a line, in
+(errors the operation may return), fault.ERR (other errors of operations
+a fault was injected into), unexp.ERR (the rest); their messages, one a line, in
 COUNTS_DIR/WORKER.N.unexpected.
 """
 
@@ -38,6 +38,8 @@ import os
 import socket
 import sys
 import time
+
+from fail_nth import FaultySocket
 
 CLONE_NEWNET = 0x40000000
 NETNS_DIR = "/var/run/netns"
@@ -57,30 +59,6 @@ def errname(err):
     return errno.errorcode.get(err, f"E{err}")
 
 
-class FaultWindow:
-    """Whether fault injection may have been on during an operation.
-
-    stress.sh's faults worker writes "on G" into the state file before it
-    sets a probability, and "off G" once it has set it back to 0, G
-    counting the windows. An operation that read the same "off G" before
-    and after it ran entirely with the probability at 0. A state file that
-    cannot be read counts as on (the read itself may have met a fault).
-    """
-
-    def __init__(self, path):
-        self.path = path
-
-    def token(self):
-        try:
-            with open(self.path) as f:
-                return f.read().strip() or "on"
-        except OSError:
-            return "on"
-
-    def clean(self, start):
-        return start.startswith("off") and self.token() == start
-
-
 class Counters:
     """One process's counts, flushed to its file at most twice a second."""
 
@@ -95,10 +73,10 @@ class Counters:
         self.counts[key] = self.counts.get(key, 0) + n
 
     def error(self, kind, token, message):
-        """An error outside what an operation may return: excused while
-        fault injection may have been on (token: FaultWindow.token() from
-        before the operation; None: never excused), unexpected otherwise.
-        Returns True if excused."""
+        """An error outside what an operation may return: excused if a
+        fault was injected into the operation (token: FailNth.token() from
+        before it; None: never excused), unexpected otherwise. Returns
+        True if excused."""
         if token is not None and self.faults and \
                 not self.faults.clean(token):
             self.add("fault." + kind)
@@ -174,12 +152,6 @@ def netns(name):
         os.close(own)
 
 
-def make_it_fail():
-    """Let fault injection (task-filter) hit this process from now on."""
-    with open("/proc/self/make-it-fail", "w") as f:
-        f.write("1")
-
-
 class NetdevNl:
     """The netdev netlink family as napi_config.py uses it (NetdevFamily
     of the kselftests' net/lib/py), with a socket per network namespace.
@@ -188,10 +160,12 @@ class NetdevNl:
     gets a shallow copy whose socket is made in that namespace. Calls go
     through do() and dump(), which use the copy's socket (the per-op
     methods YnlFamily binds are bound to the original). A socket whose
-    state is unknown (timeout, error from recv) is replaced by reset().
+    state is unknown (timeout, error from recv, a fault injected into one
+    of its calls) is replaced by reset(). With fail (a fail_nth.FailNth),
+    the sockets' send and receive calls may have faults injected.
     """
 
-    def __init__(self, ksft_dir, timeout):
+    def __init__(self, ksft_dir, timeout, fail=None):
         sys.path.insert(0, ksft_dir)
         # pylint: disable=import-outside-toplevel
         from net.lib.py import NetdevFamily, NlError
@@ -199,6 +173,7 @@ class NetdevNl:
         self.base = NetdevFamily()
         self.base.sock.close()
         self.timeout = timeout
+        self.fail = fail
         self.fams = {}
 
     def _socket(self):
@@ -207,7 +182,7 @@ class NetdevNl:
         for opt in NETLINK_SOCKOPTS:
             sock.setsockopt(SOL_NETLINK, opt, 1)
         sock.settimeout(self.timeout)
-        return sock
+        return FaultySocket(sock, self.fail) if self.fail else sock
 
     def family(self, ns):
         if ns not in self.fams:
@@ -224,6 +199,7 @@ class NetdevNl:
 
     def call(self, ns, method, vals, dump=False):
         """(result, reply): result "OK", an errno name or "TIMEOUT"."""
+        start = self.fail.token() if self.fail else 0
         try:
             fam = self.family(ns)
             if dump:
@@ -239,6 +215,10 @@ class NetdevNl:
             # answers to this request still
             self.reset(ns)
             return errname(e.errno) if e.errno else type(e).__name__, None
+        finally:
+            # a fault may have cut a dump short, or lost an answer
+            if self.fail and not self.fail.clean(start):
+                self.reset(ns)
 
 
 # --- stress.sh's end: reading every worker's counts ---

@@ -3,7 +3,7 @@
 """Stress worker: napi-set, napi-get and queue-get over netdev netlink.
 
 usage: stress_netlink.py --ksft-dir DIR --counts FILE --stop FILE
-                         [--fault-state FILE] [--make-it-fail] --ns NS:MODE...
+                         [--faults SHARE] --ns NS:MODE...
 
 Until the stop file exists, one request after another, each in one of the
 network namespaces NS ("-": this process's own), through the YNL library
@@ -23,10 +23,10 @@ of the installed kselftests in this one process:
   queue-get dumps and gets
 
 Each outcome is counted (stress_lib.Counters); an error the request may
-return is expected, any other is unexpected unless fault injection may
-have hit it (--make-it-fail: this process lets faults hit it once its
-set-up is done, so that they land in requests rather than in the
-interpreter's start).
+return is expected, any other is unexpected unless a fault was injected
+into it (--faults: that share of the requests' send and receive calls,
+from when this process's set-up is done, fail an allocation; see
+fail_nth.py).
 
 MODE says what napi-set may do to the NAPIs of a namespace:
   verify   any values, and only on netdevsim NAPIs (this namespace also
@@ -47,6 +47,7 @@ import signal
 import sys
 
 import stress_lib as sl
+from fail_nth import FailNth
 
 S32_MAX = 2**31 - 1
 U32_MAX = 2**32 - 1
@@ -96,15 +97,15 @@ def nsim_ifindexes():
 
 class NetlinkWorker:
     def __init__(self, args):
-        self.faults = sl.FaultWindow(args.fault_state) \
-            if args.fault_state else None
+        # armed by main() once the set-up is done
+        self.faults = FailNth(0.0) if args.faults else None
         self.ctr = sl.Counters(args.counts, self.faults)
-        self.nl = sl.NetdevNl(args.ksft_dir, NL_TIMEOUT)
+        self.nl = sl.NetdevNl(args.ksft_dir, NL_TIMEOUT, self.faults)
         self.spaces = [Space(*spec.split(":", 1)) for spec in args.ns]
         self.stop = args.stop
 
     def token(self):
-        return self.faults.token() if self.faults else ""
+        return self.faults.token() if self.faults else 0
 
     # --- values and IDs ---
 
@@ -303,8 +304,8 @@ def main():
     ap.add_argument("--ksft-dir", required=True)
     ap.add_argument("--counts", required=True)
     ap.add_argument("--stop", required=True)
-    ap.add_argument("--fault-state")
-    ap.add_argument("--make-it-fail", action="store_true")
+    ap.add_argument("--faults", type=float, default=0.0,
+                    help="share of send and receive calls faulted")
     ap.add_argument("--ns", action="append", required=True,
                     help="NS:MODE, MODE verify, bounded or free")
     args = ap.parse_args()
@@ -316,10 +317,13 @@ def main():
         for space in worker.spaces:
             worker.nl.family(space.name)
             worker.napi_dump(space, worker.token(), whole=True)
-        if args.make_it_fail:
-            sl.make_it_fail()
+        if worker.faults:
+            worker.faults.share = args.faults
         worker.run()
     finally:
+        if worker.faults:
+            worker.ctr.add("faults.armed", worker.faults.armed)
+            worker.ctr.add("faults.injected", worker.faults.injected)
         worker.ctr.flush(force=True)
     return 0
 

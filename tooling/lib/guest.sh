@@ -147,7 +147,9 @@ guest_vng()
 # guest_exec OUT RESULTS LOG CMD...: run CMD in the guest, non-interactively,
 # with host directory RESULTS writable as $KDEV_GUEST_RESULTS; the whole
 # console (kernel log included) goes to LOG. Returns the exit status of the
-# guest run (124 on timeout).
+# guest run (124 on timeout). The kernel log buffer holds a whole run: with
+# the default 128 KiB, a KCSAN kernel's reports pushed the KUnit results of
+# the boot out of the dmesg the run saves.
 guest_exec()
 {
 	local out=$1 results=$2 console=$3 rc=0
@@ -156,6 +158,7 @@ guest_exec()
 	# timeout(1) needs a program, not a shell function: re-enter kdev.
 	timeout -k 30 "$KDEV_GUEST_TIMEOUT" \
 		"$KDEV_ROOT/kdev" __vng "$out" --verbose \
+		--append log_buf_len=16M \
 		--rwdir="$KDEV_GUEST_RESULTS=$results" \
 		--exec "$(printf '%q ' "$@")" < /dev/null > "$console" 2>&1 || rc=$?
 	return "$rc"
