@@ -1,8 +1,7 @@
 # shellcheck shell=bash
 # Kernel and selftest builds. A flavour is a set of config fragments with its
 # own build directory: "debug" for tests, "kcsan" for the same tests on a
-# kernel with the race detector instead of KASAN, "stress" for the stress
-# run (debug plus tests/stress/config), "bench" for benchmarks.
+# kernel with the race detector instead of KASAN, "bench" for benchmarks.
 
 KDEV_KSELFTESTS=$KDEV_ROOT/tests/kselftests
 KDEV_KUNIT_CONFIG=$KDEV_ROOT/tests/kunit.config
@@ -40,12 +39,13 @@ selection_only()
 }
 
 # test_fragments SANITIZER: the fragments of a kernel for the tests, with
-# config/SANITIZER.config (kasan or kcsan, which cannot be combined).
+# config/SANITIZER.config (kasan or kcsan, which cannot be combined); the
+# stress run is one of the tests.
 test_fragments()
 {
 	printf '%s\n' "$KDEV_ROOT/config/debug.config" \
 		"$KDEV_ROOT/config/$1.config" "$KDEV_KUNIT_CONFIG" \
-		"$KDEV_ROOT/user/tests/config"
+		"$KDEV_ROOT/user/tests/config" "$KDEV_ROOT/tests/stress/config"
 }
 
 # own_fragments FLAVOUR: the repo's fragments for a flavour.
@@ -60,12 +60,6 @@ own_fragments()
 		;;
 	kcsan)
 		test_fragments kcsan
-		;;
-	stress)
-		# The stress run's options (kmemleak, fault injection) cost
-		# every test: only ./kdev stress's kernel has them
-		test_fragments kasan
-		printf '%s\n' "$KDEV_ROOT/tests/stress/config"
 		;;
 	bench)
 		;;
