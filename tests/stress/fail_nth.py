@@ -5,18 +5,24 @@
 The stress run fails allocations (failslab, fail_page_alloc) only inside
 the system calls it stresses: a napi-set or dump request, a procfs or
 debugfs write. /proc/thread-self/fail-nth (Documentation/fault-injection/
-fault-injection.rst) makes the N-th fault-injection point the thread passes
-fail, whatever the attributes' probability and task filter say; the thread
-arms it right before the call and disarms it right after. So nothing else
+fault-injection.rst) makes the N-th fault point the thread passes fail,
+whatever the attributes' probability and task filter say (a fault point:
+an allocation failslab or fail_page_alloc may fail; __GFP_NOFAIL and user
+pages are not ones). The thread arms it right before the call, into
+buffers allocated beforehand, and disarms it right after. So nothing else
 meets a fault: not the interpreter, not a child it executes, not the 9p
 root file system the guest runs from (make-it-fail on a worker process
 reached that, and broke every exec of the guest).
 
+"Injected" means the kernel failed an allocation of the call; the call
+need not fail: the debug kernel's own allocations (kmemleak, debug
+objects, stack depot) absorb a failure, and some callers retry.
+
 As a program, for stress.sh's shell workers:
 
   fail_nth.py FILE STRING
-      write STRING to FILE in one write(), with the N-th allocation of
-      that write() failed (N random, 1 to NTH_MAX). Prints "injected" if
+      write STRING to FILE in one write(), with its N-th fault point
+      failed (N random, 1 to WRITE_NTH_MAX). Prints "injected" if
       the fault was injected, then the write's result as write_errno
       prints it: "OK" or the errno's name (status 0), or "open: ERR"
       (status 1).
@@ -28,10 +34,13 @@ import random
 import sys
 
 PATH = "/proc/thread-self/fail-nth"
-# The napi-set, dump and procfs write paths allocate a few to a few dozen
-# times per call: up to 16 fails an early allocation of most calls and
-# lets some calls run without a fault.
+# A netlink request passes a few to a few dozen fault points: up to 16
+# fails an early one of most and lets some run without a fault. A procfs
+# or debugfs write passes a few.
 NTH_MAX = 16
+WRITE_NTH_MAX = 4
+# The largest receive YNL asks for (ynl.py: recv_size 131072)
+RECV_MAX = 128 * 1024
 
 
 def errname(err):
@@ -44,12 +53,14 @@ class FailNth:
     token() and clean() let an operation made of several calls ask whether
     a fault was injected into any of them (stress_lib.Counters)."""
 
-    def __init__(self, share):
+    def __init__(self, share, nth_max=NTH_MAX):
         try:
             self.fd = os.open(PATH, os.O_RDWR)
         except OSError:
             self.fd = None      # a kernel without FAULT_INJECTION
         self.share = share
+        self.nth_max = nth_max
+        self.left = bytearray(32)
         self.armed = 0
         self.injected = 0
 
@@ -61,15 +72,17 @@ class FailNth:
         """func(*args), with a fault armed for it in a share of calls."""
         if self.fd is None or random.random() >= self.share:
             return func(*args)
-        os.write(self.fd, str(random.randint(1, NTH_MAX)).encode())
+        nth = str(random.randint(1, self.nth_max)).encode()
+        os.write(self.fd, nth)
         try:
             return func(*args)
         finally:
-            # 0: the fault was injected; else what was left of N
-            left = int(os.pread(self.fd, 32, 0))
+            # What is left of N, "0" once the fault was injected: read
+            # into a buffer of its own, nothing allocated while armed
+            n = os.preadv(self.fd, [self.left], 0)
             os.write(self.fd, b"0")
             self.armed += 1
-            if left == 0:
+            if self.left[:n].strip() == b"0":
                 self.injected += 1
 
     def token(self):
@@ -81,17 +94,21 @@ class FailNth:
 
 class FaultySocket:
     """A socket whose send and receive calls go through FailNth.call();
-    everything else is the socket's own."""
+    everything else is the socket's own. A receive lands in a buffer made
+    beforehand, and is copied out once the fault is disarmed."""
 
     def __init__(self, sock, fail):
         self._sock = sock
         self._fail = fail
+        self._buf = bytearray(RECV_MAX)
 
     def send(self, *args):
         return self._fail.call(self._sock.send, *args)
 
-    def recv(self, *args):
-        return self._fail.call(self._sock.recv, *args)
+    def recv(self, bufsize, flags=0):
+        n = self._fail.call(self._sock.recv_into, self._buf,
+                            min(bufsize, RECV_MAX), flags)
+        return bytes(self._buf[:n])
 
     def __getattr__(self, name):
         return getattr(self._sock, name)
@@ -101,14 +118,15 @@ def main():
     if len(sys.argv) != 3:
         print(__doc__, file=sys.stderr)
         return 2
-    fail = FailNth(1.0)
+    fail = FailNth(1.0, WRITE_NTH_MAX)
     try:
         fd = os.open(sys.argv[1], os.O_WRONLY)
     except OSError as e:
         print(f"open: {errname(e.errno)}")
         return 1
+    data = sys.argv[2].encode()
     try:
-        fail.call(os.write, fd, sys.argv[2].encode())
+        fail.call(os.write, fd, data)
         result = "OK"
     except OSError as e:
         result = errname(e.errno)

@@ -114,6 +114,9 @@ class Counters:
         if not force and now - self.flushed < 0.5:
             return
         self.flushed = now
+        if self.faults:
+            self.counts["faults.armed"] = self.faults.armed
+            self.counts["faults.injected"] = self.faults.injected
         tmp = self.path + ".tmp"
         try:
             with open(tmp, "w") as f:
@@ -121,7 +124,7 @@ class Counters:
                     f.write(f"{key} {n}\n")
             os.replace(tmp, self.path)
         except OSError:
-            pass    # an injected fault; the next flush writes it all
+            pass    # the next flush writes it all
 
 
 def _setns(fd):

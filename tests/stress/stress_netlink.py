@@ -321,9 +321,6 @@ def main():
             worker.faults.share = args.faults
         worker.run()
     finally:
-        if worker.faults:
-            worker.ctr.add("faults.armed", worker.faults.armed)
-            worker.ctr.add("faults.injected", worker.faults.injected)
         worker.ctr.flush(force=True)
     return 0
 
