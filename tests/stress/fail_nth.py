@@ -44,6 +44,10 @@ RECV_MAX = 128 * 1024
 
 
 def errname(err):
+    """"EINVAL" for 22 and so on, as write_errno names them: EOPNOTSUPP
+    for 95, which python's errno.errorcode calls ENOTSUP."""
+    if err == errno.EOPNOTSUPP:
+        return "EOPNOTSUPP"
     return errno.errorcode.get(err, f"E{err}")
 
 

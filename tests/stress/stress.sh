@@ -422,7 +422,7 @@ descendants()
 	local t c kids
 
 	for t in /proc/"$1"/task/*/children; do
-		read -r -a kids < "$t" 2> /dev/null || continue
+		read -r -a kids 2> /dev/null < "$t" || continue
 		for c in "${kids[@]}"; do
 			echo "$c"
 			descendants "$c"

@@ -32,14 +32,13 @@ import argparse
 import contextlib
 import copy
 import ctypes
-import errno
 import json
 import os
 import socket
 import sys
 import time
 
-from fail_nth import FaultySocket
+from fail_nth import FaultySocket, errname
 
 CLONE_NEWNET = 0x40000000
 NETNS_DIR = "/var/run/netns"
@@ -52,11 +51,6 @@ LOG_MAX = 30
 SHOW_MAX = 8
 
 _libc = ctypes.CDLL(None, use_errno=True)
-
-
-def errname(err):
-    """"EINVAL" for 22 and so on."""
-    return errno.errorcode.get(err, f"E{err}")
 
 
 class Counters:

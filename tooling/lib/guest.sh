@@ -10,7 +10,7 @@ KDEV_GUEST_RESULTS=/run/kdev-results
 
 KDEV_GUEST_CPUS=${KDEV_GUEST_CPUS:-2}
 KDEV_GUEST_MEM=${KDEV_GUEST_MEM:-2G}
-KDEV_GUEST_TIMEOUT=${KDEV_GUEST_TIMEOUT:-2400}
+KDEV_GUEST_TIMEOUT=${KDEV_GUEST_TIMEOUT:-3600}
 
 # Extra QEMU options (devices for the load tests) come one per line from
 # tests/qemu-opts (bench/qemu-opts for the benchmark), so that they live next to the tests that need them.
