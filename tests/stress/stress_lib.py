@@ -24,8 +24,9 @@ A worker's counts are "key value" lines in COUNTS_DIR/WORKER.N (N: one
 file per process of the worker, so that a restarted worker adds to what
 its earlier processes did): ops, ok, ops.OP (per operation), exp.ERR
 (errors the operation may return), fault.ERR (other errors of operations
-a fault was injected into), unexp.ERR (the rest); their messages, one a line, in
-COUNTS_DIR/WORKER.N.unexpected.
+a fault was injected into), unexp.ERR (the rest), faults.armed and
+faults.injected (system calls armed and faulted through fail_nth.py);
+their messages, one a line, in COUNTS_DIR/WORKER.N.unexpected.
 """
 
 import argparse
