@@ -16,8 +16,10 @@ KDEV_GUEST_TIMEOUT=${KDEV_GUEST_TIMEOUT:-3600}
 # tests/qemu-opts (bench/qemu-opts for the benchmark), so that they live next to the tests that need them.
 # @SCRATCH@ there stands for a directory in the cache; a disk image named
 # @SCRATCH@/NAME.img is created (sparse, $KDEV_SCRATCH_IMG_SIZE) if missing.
+# QEMU locks the images: a second guest at the same time (say, a KCSAN
+# run beside a long stress run) needs a KDEV_SCRATCH of its own.
 KDEV_QEMU_OPTS_FILE=${KDEV_QEMU_OPTS_FILE:-$KDEV_ROOT/tests/qemu-opts}
-KDEV_SCRATCH=$KDEV_CACHE/scratch
+KDEV_SCRATCH=${KDEV_SCRATCH:-$KDEV_CACHE/scratch}
 KDEV_SCRATCH_IMG_SIZE=64M
 
 guest_qemu_opts()
