@@ -8,7 +8,7 @@ debugfs write. /proc/thread-self/fail-nth (Documentation/fault-injection/
 fault-injection.rst) makes the N-th fault point the thread passes fail,
 whatever the attributes' probability and task filter say (a fault point:
 an allocation failslab or fail_page_alloc may fail; __GFP_NOFAIL and user
-pages are not ones). The thread arms it right before the call, into
+pages are not ones, but the page tables of a user page faulted in are). The thread arms it right before the call, into
 buffers allocated beforehand, and disarms it right after. So nothing else
 meets a fault: not the interpreter, not a child it executes, not the 9p
 root file system the guest runs from (make-it-fail on a worker process
@@ -65,6 +65,7 @@ class FailNth:
         self.share = share
         self.nth_max = nth_max
         self.left = bytearray(32)
+        self.iov = [self.left]
         self.armed = 0
         self.injected = 0
 
@@ -82,9 +83,13 @@ class FailNth:
             return func(*args)
         finally:
             # What is left of N, "0" once the fault was injected: read
-            # into a buffer of its own, nothing allocated while armed
-            n = os.preadv(self.fd, [self.left], 0)
-            os.write(self.fd, b"0")
+            # into a buffer made beforehand, nothing allocated while
+            # armed; disarmed whatever the read does
+            n = 0
+            try:
+                n = os.preadv(self.fd, self.iov, 0)
+            finally:
+                os.write(self.fd, b"0")
             self.armed += 1
             if self.left[:n].strip() == b"0":
                 self.injected += 1
