@@ -621,6 +621,8 @@ target_up()
 
 	ns_ip "${T_NS[$1]}"
 	for ((i = 0; i < 20; i++)); do
+		# udev may have renamed it meanwhile (this namespace)
+		target_name "$1"
 		run_cmd link_up OK ip "${NSIP[@]}" link set dev "${T_DEV[$1]}" up
 		[ "$RESULT" = OK ] && return 0
 		nap 0.5
