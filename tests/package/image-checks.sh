@@ -1,28 +1,32 @@
-#!/bin/sh
+#!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# PID 1 of the package test's Debian image (see install-boot.sh), booted
-# from its own disk. Checks, as KTAP into /kdev-package.ktap: the running
-# kernel is the installed package's, napi-set and napi-get work on a
-# netdevsim device, the GSIM procfs directory is there, virtio_net keeps
-# its NAPI settings across a suspend (the case the 9p-rooted test guest
-# skips), and removing the package leaves the image's own kernel in
-# place. Then powers off.
+# The checks inside the package test's Debian image (see install-boot.sh),
+# run by kdev-package-checks.service once systemd has booted the installed
+# kernel. The image holds the three packages and the tools package's
+# examples, copied where its README tells a user to copy them: GSIM knobs
+# in /etc/tmpfiles.d, the udev rule and /etc/adaptive-irq/eth0.conf for
+# the virtio NIC. KTAP goes to /kdev-package.ktap; then the image powers
+# off.
 #
-# The host writes /kdev-package.env: KREL (the package's kernel release)
-# and DEBIAN_KREL (the image's own kernel).
+# The host writes /kdev-package.env: KREL (the package's kernel release),
+# DEBIAN_KREL (the image's own kernel) and TOOLS (the tools package).
 
-# PID 1 starts without PATH; dpkg's maintainer scripts need one
+# Functions called through result look unreachable:
+# shellcheck disable=SC2317
+
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 OUT=/kdev-package.ktap
-YNL="python3 /opt/kdev/ynl/cli.py --no-schema --output-json --spec /opt/kdev/netdev.yaml"
+NIC=eth0
 NSIM_ID=7
+# The examples' values (adaptive-irq-eth0.conf, gsim.conf)
+NAPI_EXPECTED=('"defer-hard-irqs": 100' '"gro-flush-timeout": 100000'
+	       '"irq-suspend-timeout": 1000000000')
+GSIM_CONF=/etc/tmpfiles.d/gsim.conf
+# How long the boot's unit may take to apply the settings
+APPLY_WAIT=120
 n=0
 
-mount -t proc proc /proc
-mount -t sysfs sysfs /sys
-mount -t devtmpfs devtmpfs /dev 2>/dev/null
-mount -o remount,rw /
 # shellcheck source=/dev/null
 . /kdev-package.env
 
@@ -35,7 +39,8 @@ msg()
 # diagnostics
 result()
 {
-	name=$1
+	local name=$1
+
 	shift
 	n=$((n + 1))
 	if "$@" > /tmp/out 2>&1; then
@@ -54,54 +59,129 @@ running_kernel()
 	dpkg -S "/boot/vmlinuz-$KREL" | grep "^linux-image-$KREL:"
 }
 
-# napi_of IFINDEX: the first NAPI ID napi-get lists for the device
-napi_of()
+# napi_values IFNAME: every NAPI of IFNAME has the example's values
+napi_values()
 {
-	$YNL --dump napi-get --json "{\"ifindex\": $1}" |
-		grep -o '"id": [0-9]*' | head -n 1 | cut -d' ' -f2
+	local got v
+
+	got=$(napictl --json show "$1") || return 1
+	echo "$got"
+	[ "$(grep -o '"id": [0-9]*' <<< "$got" | wc -l)" -gt 0 ] || return 1
+	for v in "${NAPI_EXPECTED[@]}"; do
+		[ "$(grep -o "$v" <<< "$got" | wc -l)" = \
+		  "$(grep -o '"id": [0-9]*' <<< "$got" | wc -l)" ] ||
+			{ msg "not every NAPI has $v"; return 1; }
+	done
 }
 
-napi_config()
+# Set at boot, with nothing run by hand: the unit the udev rule started
+# has finished, and its settings are there
+boot_napi_settings()
 {
+	local i state
+
+	for ((i = 0; i < APPLY_WAIT; i++)); do
+		state=$(systemctl show -p ActiveState --value "adaptive-irq@$NIC.service")
+		[ "$state" = active ] || [ "$state" = failed ] && break
+		sleep 1
+	done
+	msg "adaptive-irq@$NIC.service: $state"
+	systemctl status --no-pager "adaptive-irq@$NIC.service" | tail -n 8
+	napi_values "$NIC"
+}
+
+boot_gsim_knobs()
+{
+	local path value rc=0
+
+	[ -s "$GSIM_CONF" ] || { msg "no $GSIM_CONF"; return 1; }
+	while read -r _ path _ _ _ _ value; do
+		msg "$path: $(cat "$path") (configured $value)"
+		[ "$(cat "$path")" = "$value" ] || rc=1
+	done < <(grep '^w ' "$GSIM_CONF")
+	return "$rc"
+}
+
+boot_vectors_moderated()
+{
+	local out
+
+	out=$(irq-soft-moderation show "$NIC") || return 1
+	echo "$out"
+	grep -q ': on$' <<< "$out" && ! grep -q ': off$' <<< "$out"
+}
+
+# A channel change keeps a NAPI's settings: virtio_net keeps its NAPIs
+# across ethtool -L, and a NAPI the kernel deletes and adds back gets its
+# slot's values again
+channels_keep_settings()
+{
+	local max
+
+	max=$(ethtool -l "$NIC" | awk '/^Combined:/ { print $2; exit }')
+	msg "$NIC: up to $max combined channels"
+	ethtool -L "$NIC" combined 1 && ethtool -L "$NIC" combined "$max" &&
+		napi_values "$NIC"
+}
+
+tools_on_path()
+{
+	local ifindex out
+
+	ifindex=$(cat "/sys/class/net/$NIC/ifindex")
+	command -v ynl napictl irq-soft-moderation || return 1
+	ynl --family netdev --dump napi-get --json "{\"ifindex\": $ifindex}" ||
+		return 1
+	# errors a user may meet, said plainly
+	out=$(napictl show nosuchif0 2>&1) && return 1
+	echo "$out"
+	grep -q "no interface 'nosuchif0'" <<< "$out" || return 1
+	out=$(napictl set "$NIC" --defer-hard-irqs 2147483648 2>&1) && return 1
+	echo "$out"
+	grep -q 'out of range.*largest value taken: 2147483647' <<< "$out"
+}
+
+napi_config_nsim()
+{
+	local dev id got
+
 	modprobe netdevsim || return 1
 	echo "$NSIM_ID 1 2" > /sys/bus/netdevsim/new_device || return 1
 	dev=$(ls /sys/bus/netdevsim/devices/netdevsim$NSIM_ID/net/)
 	ip link set dev "$dev" up || return 1
-	ifindex=$(cat "/sys/class/net/$dev/ifindex")
-	id=$(napi_of "$ifindex")
-	msg "$dev (ifindex $ifindex), NAPI $id"
+	id=$(ynl --family netdev --output-json --dump napi-get \
+		--json "{\"ifindex\": $(cat "/sys/class/net/$dev/ifindex")}" |
+	     grep -o '"id": [0-9]*' | head -n 1 | cut -d' ' -f2)
+	msg "$dev, NAPI $id"
 	[ -n "$id" ] || return 1
-	$YNL --do napi-set --json "{\"id\": $id, \"defer-hard-irqs\": 7,
-		\"gro-flush-timeout\": 12345, \"irq-suspend-timeout\": 54321}" ||
-		return 1
-	got=$($YNL --do napi-get --json "{\"id\": $id}")
+	ynl --family netdev --do napi-set --json "{\"id\": $id,
+		\"defer-hard-irqs\": 7, \"gro-flush-timeout\": 12345,
+		\"irq-suspend-timeout\": 54321}" || return 1
+	got=$(ynl --family netdev --output-json --do napi-get --json "{\"id\": $id}")
 	msg "$got"
-	echo "$got" | grep -q '"defer-hard-irqs": 7' &&
-		echo "$got" | grep -q '"gro-flush-timeout": 12345' &&
-		echo "$got" | grep -q '"irq-suspend-timeout": 54321'
+	grep -q '"defer-hard-irqs": 7' <<< "$got" &&
+		grep -q '"gro-flush-timeout": 12345' <<< "$got" &&
+		grep -q '"irq-suspend-timeout": 54321' <<< "$got"
 }
 
 soft_moderation()
 {
+	local f
+
 	for f in delay_us target_intr_rate hardirq_percent update_ms \
 		 scale_cpus stats; do
 		[ -e "/proc/irq/soft_moderation/$f" ] ||
 			{ msg "no /proc/irq/soft_moderation/$f"; return 1; }
 	done
-	msg "delay_us $(cat /proc/irq/soft_moderation/delay_us)"
 }
 
 # virtio_net_napi_config.py on the image's virtio-net NIC: its suspend
 # case must run (not skip) and pass, as must the others.
 virtio_suspend()
 {
-	for dev in /sys/class/net/*; do
-		[ "$(basename "$(readlink -f "$dev/device/driver")")" = virtio_net ] &&
-			NETIF=${dev##*/}
-	done
-	msg "virtio-net NIC: ${NETIF:-none}"
-	[ -n "${NETIF:-}" ] || return 1
-	export NETIF
+	local rc
+
+	export NETIF=$NIC
 	cd /opt/kdev/kselftest/drivers/net || return 1
 	./virtio_net_napi_config.py > /tmp/virtio.ktap 2>&1
 	rc=$?
@@ -111,14 +191,22 @@ virtio_suspend()
 		grep -Eq '^ok [0-9]+ [a-z_.]*kept_across_suspend_resume$' /tmp/virtio.ktap
 }
 
-# The package is removed while its kernel runs, as a user would after
-# booting the old kernel; the image's own kernel must be untouched.
+# The packages are removed while their kernel runs, as a user would after
+# booting the old kernel: nothing of theirs is left, and the image's own
+# kernel is untouched.
 removal()
 {
-	dpkg -r "linux-image-$KREL" "linux-headers-$KREL" || return 1
-	for f in "/boot/vmlinuz-$KREL" "/lib/modules/$KREL"; do
-		[ ! -e "$f" ] || { msg "$f left behind"; return 1; }
-	done
+	local f left=0
+
+	dpkg -L "$TOOLS" > /tmp/tools.files || return 1
+	dpkg -r "linux-image-$KREL" "linux-headers-$KREL" "$TOOLS" || return 1
+	while read -r f; do
+		[ -d "$f" ] && [ ! -L "$f" ] && continue
+		[ -e "$f" ] || [ -L "$f" ] || continue
+		msg "$f left behind"
+		left=1
+	done < <(cat /tmp/tools.files; echo "/boot/vmlinuz-$KREL"; echo "/lib/modules/$KREL")
+	[ "$left" = 0 ] || return 1
 	for f in "/boot/vmlinuz-$DEBIAN_KREL" "/boot/initrd.img-$DEBIAN_KREL" \
 		 "/lib/modules/$DEBIAN_KREL/modules.dep"; do
 		[ -e "$f" ] || { msg "$f is gone"; return 1; }
@@ -135,20 +223,21 @@ clean_log()
 
 {
 	echo "KTAP version 1"
-	echo "1..6"
+	echo "1..11"
 	result "running kernel is the package's" running_kernel
-	result "napi-set and napi-get on netdevsim" napi_config
+	result "at boot: napi-get shows the configured values on every NAPI of the NIC" \
+		boot_napi_settings
+	result "at boot: the GSIM knobs hold the configured values" boot_gsim_knobs
+	result "at boot: the NIC's vectors are moderated" boot_vectors_moderated
+	result "ethtool -L down and back keeps every NAPI's values" channels_keep_settings
+	result "ynl and napictl on PATH, napictl's errors" tools_on_path
+	result "napi-set and napi-get on netdevsim" napi_config_nsim
 	result "/proc/irq/soft_moderation is there" soft_moderation
 	result "virtio_net_napi_config kept_across_suspend_resume" virtio_suspend
-	result "removing the package leaves the image's kernel" removal
+	result "removing the packages leaves nothing of theirs, and the image's kernel" removal
 	result "kernel log free of splats" clean_log
 	# the host checks that the guest got this far
 	echo "# done"
 } > "$OUT" 2>&1
-# debugfs reads the image without replaying the journal
 sync
-mount -o remount,ro /
-# Power off; should that fail, PID 1's exit panics and the host's QEMU,
-# started with -no-reboot, ends.
-echo o > /proc/sysrq-trigger
-sleep 30
+systemctl --no-block poweroff

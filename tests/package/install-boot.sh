@@ -1,23 +1,26 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# package_install_boot: the packages "./kdev package" made are installed
-# with dpkg -i into a minimal Debian root filesystem made with mmdebstrap
-# (which has Debian's own kernel), that filesystem is booted from its own
-# disk under QEMU with the package's kernel, and guest-init.sh checks from
-# inside (see there). Then the image boots its own kernel once more, to
-# show that removing the package left it working.
+# package_install_boot: the packages "./kdev package" made (kernel image,
+# headers, tools) are installed with dpkg -i into a minimal Debian root
+# filesystem made with mmdebstrap (which has Debian's own kernel and
+# systemd), the tools package's examples are copied where README.md's
+# "Using it" tells a user to, and that filesystem is booted by systemd from
+# its own disk under QEMU with the package's kernel. image-checks.sh, a
+# unit of that boot, checks from inside (see there). Then the image boots
+# its own kernel once more, to show that removing the packages left it
+# working.
 #
-# The image also gets a multiqueue virtio-net NIC and the installed
-# kselftests, for the one case the test guest cannot run: a guest whose
-# root is on virtio 9p cannot suspend, this one can (guest-init.sh).
+# The image also gets a multiqueue virtio-net NIC, eth0 (net.ifnames=0),
+# which systemd-networkd brings up, and the installed kselftests, for the
+# one case the test guest cannot run: a guest whose root is on virtio 9p
+# cannot suspend, this one can (image-checks.sh).
 #
-# usage: install-boot.sh WORK_DIR CACHE_DIR KERNEL_TREE KSELFTESTS DEB...
+# usage: install-boot.sh WORK_DIR CACHE_DIR KSELFTESTS DEB...
 #   WORK_DIR    emptied, then holds the image and the consoles
 #   CACHE_DIR   keeps the Debian root filesystem between runs
-#   KERNEL_TREE source of the YNL CLI and the netdev spec copied in
 #   KSELFTESTS  an installed kselftest tree (make install), copied in
-#   DEB...      the linux-image and linux-headers packages to install
+#   DEB...      the linux-image, linux-headers and tools packages
 #
 # Prints the result in the format of the kselftest runner (the test's own
 # KTAP indented with "# ", then one line for the test), which the report
@@ -26,10 +29,14 @@
 set -uo pipefail
 
 SUITE=bookworm
-IMAGE_PACKAGES=linux-image-amd64,kmod,iproute2,ethtool,python3,python3-yaml
+IMAGE_PACKAGES=linux-image-amd64,kmod,iproute2,ethtool,python3,python3-yaml,systemd-sysv,udev
 IMAGE_SIZE=3G
 BOOT_TIMEOUT=900
-INIT=/usr/local/sbin/kdev-package-init
+CHECKS=/usr/local/sbin/kdev-package-checks
+CHECKS_UNIT=/etc/systemd/system/kdev-package-checks.service
+# The tools package's examples, and where a user copies them
+EXAMPLES=/usr/share/doc/adaptive-irq-tools/examples
+NIC=eth0
 # The second boot's init: which kernel runs, into /kdev-own-kernel
 OWN_INIT=/usr/local/sbin/kdev-own-init
 NAME="selftests: host: package_install_boot"
@@ -39,9 +46,8 @@ NIC_QUEUES=2
 
 work=$1
 cache=$2
-tree=$3
-kselftests=$4
-shift 4
+kselftests=$3
+shift 3
 debs=("$@")
 here=$(dirname "$(readlink -f "$0")")
 root=$work/root
@@ -119,7 +125,7 @@ in_root()
 		exec chroot "$0" "$@"' "$root" "$@"
 }
 
-# install_packages: sets KREL, DEBIAN_KREL
+# install_packages: sets KREL, DEBIAN_KREL, TOOLS
 install_packages()
 {
 	local deb names=()
@@ -131,40 +137,61 @@ install_packages()
 		case "$(dpkg-deb -f "$deb" Package)" in
 		linux-image-*-dbg) ;;
 		linux-image-*) KREL=$(dpkg-deb -f "$deb" Package | sed 's/^linux-image-//') ;;
+		linux-headers-*) ;;
+		*) TOOLS=$(dpkg-deb -f "$deb" Package) ;;
 		esac
 	done
 	DEBIAN_KREL=$(find "$root/lib/modules" -mindepth 1 -maxdepth 1 -printf '%f\n' | head -n 1)
 	msg "image's kernel $DEBIAN_KREL; installing ${names[*]##*/}"
-	[ -n "${KREL:-}" ] && [ -n "$DEBIAN_KREL" ] || return 1
+	[ -n "${KREL:-}" ] && [ -n "$DEBIAN_KREL" ] && [ -n "${TOOLS:-}" ] ||
+		return 1
 	DEBIAN_FRONTEND=noninteractive in_root dpkg -i "${names[@]}" \
 		< /dev/null > "$work/dpkg.log" 2>&1 || return 1
 	rm -rf "$root/tmp/debs"
 	[ -f "$root/boot/vmlinuz-$KREL" ]
 }
 
+# user_settings: the examples, copied and enabled as README.md's "Using
+# it" says: GSIM knobs through tmpfiles.d, the udev rule that starts
+# adaptive-irq@eth0.service, and that interface's file
+user_settings()
+{
+	mkdir -p "$root/etc/adaptive-irq" &&
+	cp "$root$EXAMPLES/gsim.conf" "$root/etc/tmpfiles.d/gsim.conf" &&
+	cp "$root$EXAMPLES/70-adaptive-irq.rules" "$root/etc/udev/rules.d/" &&
+	cp "$root$EXAMPLES/adaptive-irq-eth0.conf" "$root/etc/adaptive-irq/$NIC.conf"
+}
+
 # add_checks: what the guest runs, and what it needs to know
 add_checks()
 {
-	install -m 755 "$here/guest-init.sh" "$root$INIT" &&
+	install -m 755 "$here/image-checks.sh" "$root$CHECKS" &&
+	printf '%s\n' '[Unit]' 'Description=package_install_boot checks' \
+		'[Service]' 'Type=oneshot' \
+		"ExecStart=$CHECKS" 'StandardOutput=journal+console' \
+		'[Install]' 'WantedBy=multi-user.target' > "$root$CHECKS_UNIT" &&
+	in_root systemctl enable kdev-package-checks.service systemd-networkd \
+		> "$work/systemctl.log" 2>&1 &&
+	printf '%s\n' '[Match]' "Name=$NIC" '[Link]' 'RequiredForOnline=no' \
+		'[Network]' 'ConfigureWithoutCarrier=yes' 'LinkLocalAddressing=no' \
+		> "$root/etc/systemd/network/10-$NIC.network" &&
 	printf '%s\n' '#!/bin/sh' 'mount -t proc proc /proc' \
 		'uname -r > /kdev-own-kernel' sync 'mount -o remount,ro /' \
 		'echo o > /proc/sysrq-trigger' 'sleep 30' > "$root$OWN_INIT" &&
 	chmod 755 "$root$OWN_INIT" &&
-	printf 'KREL=%s\nDEBIAN_KREL=%s\n' "$KREL" "$DEBIAN_KREL" \
-		> "$root/kdev-package.env" &&
-	mkdir -p "$root/opt/kdev/ynl" &&
-	cp -r "$tree/tools/net/ynl/cli.py" "$tree/tools/net/ynl/lib" \
-		"$root/opt/kdev/ynl/" &&
-	cp "$tree/Documentation/netlink/specs/netdev.yaml" "$root/opt/kdev/" &&
+	printf 'KREL=%s\nDEBIAN_KREL=%s\nTOOLS=%s\n' "$KREL" "$DEBIAN_KREL" \
+		"$TOOLS" > "$root/kdev-package.env" &&
 	cp -r "$kselftests" "$root/opt/kdev/kselftest"
 }
 
-# boot KERNEL INITRD CONSOLE INIT: the image, from its own disk
+# boot KERNEL INITRD CONSOLE [INIT]: the image, from its own disk, with
+# INIT as PID 1, else with systemd
 boot()
 {
-	local initrd=()
+	local initrd=() init=
 
 	[ -n "$2" ] && initrd=(-initrd "$2")
+	[ -n "${4:-}" ] && init=" init=$4"
 	# shellcheck disable=SC2016 # expanded by the inner shell
 	# --foreground: QEMU stays in the caller's process group, so that an
 	# interrupted run does not leave it behind
@@ -176,7 +203,7 @@ boot()
 		-drive file="$image",format=raw,if=virtio \
 		-netdev tap,id=n0,ifname="$TAP",script=no,downscript=no,queues="$NIC_QUEUES" \
 		-device virtio-net-pci,netdev=n0,mq=on,vectors=$((2 * NIC_QUEUES + 2)) \
-		-append "console=ttyS0 root=/dev/vda rw init=$4 panic=-1 quiet" \
+		-append "console=ttyS0 root=/dev/vda rw net.ifnames=0 panic=-1 quiet$init" \
 		< /dev/null > "$3" 2>&1
 }
 
@@ -207,6 +234,9 @@ rc=$?
 case_result "$rc" "packages installed with dpkg -i"
 [ "$rc" = 0 ] || finish
 
+user_settings
+case_result $? "the tools package's examples copied into /etc"
+
 add_checks && mkfs.ext4 -q -F -L kdevroot -d "$root" "$image" "$IMAGE_SIZE" \
 	> "$work/mkfs.log" 2>&1
 rc=$?
@@ -214,7 +244,7 @@ rc=$?
 case_result "$rc" "disk image made"
 
 start=$SECONDS
-boot "$root/boot/vmlinuz-$KREL" "" "$work/console.log" "$INIT"
+boot "$root/boot/vmlinuz-$KREL" "" "$work/console.log"
 rc=$?
 msg "package's kernel: QEMU ended with $rc after $((SECONDS - start)) s"
 ktap=$(from_image /kdev-package.ktap)

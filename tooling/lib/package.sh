@@ -102,6 +102,58 @@ package_build()
 	find "$pkgs" -maxdepth 1 -name '*.deb' | sort
 }
 
+# The package of the user-space tools (README.md, "Using it"); no Debian
+# package has this name.
+KDEV_TOOLS_PACKAGE=adaptive-irq-tools
+KDEV_TOOLS_DEPENDS="python3, python3-yaml, libc6"
+
+# package_tools TREE OUT VERSION: the tools package, VERSION, built into
+# OUT from the kernel TREE (the YNL CLI, its library and the netlink specs,
+# where mainline's "make install" of tools/net/ynl puts them) and user/
+# (make install-tools); prints its path.
+package_tools()
+{
+	local tree=$1 out=$2 version=$3 stage=$2/tools-stage deb
+	local ynl=/usr/lib/$KDEV_TOOLS_PACKAGE/ynl arch
+
+	arch=$(dpkg --print-architecture)
+	rm -rf "$stage"
+	mkdir -p "$stage/DEBIAN" "$stage$ynl/lib" "$stage/usr/bin" \
+		"$stage/usr/share/ynl/specs" "$stage/usr/share/doc/$KDEV_TOOLS_PACKAGE"
+	make -s -C "$KDEV_ROOT/user" O="$out/tools-build" DESTDIR="$stage" \
+		install-tools >&2 || die "cannot build user/ for the tools package"
+	install -m 0755 "$tree/tools/net/ynl/cli.py" "$stage$ynl/cli.py"
+	install -m 0644 "$tree"/tools/net/ynl/lib/*.py "$stage$ynl/lib/"
+	ln -s "../lib/$KDEV_TOOLS_PACKAGE/ynl/cli.py" "$stage/usr/bin/ynl"
+	install -m 0644 "$tree"/Documentation/netlink/*.yaml "$stage/usr/share/ynl/"
+	install -m 0644 "$tree"/Documentation/netlink/specs/*.yaml \
+		"$stage/usr/share/ynl/specs/"
+	printf '%s\n' "The YNL CLI, its library and the netlink specs come from" \
+		"the Linux kernel's tools/net/ynl and Documentation/netlink" \
+		"(GPL-2.0 OR BSD-3-Clause); the rest is GPL-2.0." \
+		> "$stage/usr/share/doc/$KDEV_TOOLS_PACKAGE/copyright"
+	cat > "$stage/DEBIAN/control" <<-EOF
+	Package: $KDEV_TOOLS_PACKAGE
+	Version: $version
+	Architecture: $arch
+	Maintainer: $KDEV_IDENT_NAME <$KDEV_IDENT_EMAIL>
+	Depends: $KDEV_TOOLS_DEPENDS
+	Section: net
+	Priority: optional
+	Description: tools for per-NAPI settings, IRQ suspension and GSIM
+	 The YNL command line (ynl) with the kernel's netlink specs; napictl,
+	 which shows and sets the per-NAPI settings of an interface and watches
+	 its interrupts; irq-soft-moderation, which switches software interrupt
+	 moderation for a device's vectors; libepoll-busy-poll.so, which gives
+	 unmodified epoll programs busy polling and IRQ suspension; a systemd
+	 unit and examples that make the settings persistent.
+	EOF
+	deb=$out/${KDEV_TOOLS_PACKAGE}_${version}_$arch.deb
+	dpkg-deb --root-owner-group -Zxz --build "$stage" "$deb" > /dev/null ||
+		die "dpkg-deb failed on $stage"
+	printf '%s\n' "$deb"
+}
+
 # package_release DEB: the kernel release a linux-image package installs
 package_release()
 {
@@ -110,7 +162,7 @@ package_release()
 
 cmd_package()
 {
-	local config='' debs release
+	local config='' debs release image
 
 	while [ $# -gt 0 ]; do
 		case "$1" in
@@ -130,15 +182,17 @@ cmd_package()
 	[ -r "$config" ] || die "cannot read $config"
 	log "config: $config, with config/series.config merged"
 	debs=$(package_build "$KDEV_BUILD_TREE" "$config" "$KDEV_PKG_OUT")
+	image=$(grep '/linux-image-' <<< "$debs" | grep -v -e '-dbg_' | head -n 1)
+	debs+=$'\n'$(package_tools "$KDEV_BUILD_TREE" "$KDEV_PKG_OUT" \
+		      "$(dpkg-deb -f "$image" Version)")
 	printf '%s\n' "$debs"
-	release=$(package_release "$(grep '/linux-image-' <<< "$debs" |
-				     grep -v -e '-dbg_' | head -n 1)")
+	release=$(package_release "$image")
 	cat <<EOF
 
-Install beside the running kernel:
-  sudo dpkg -i $KDEV_PKG_OUT/linux-image-${release}_*.deb $KDEV_PKG_OUT/linux-headers-${release}_*.deb
+Install beside the running kernel, with the tools (README.md, "Using it"):
+  sudo apt install $KDEV_PKG_OUT/linux-image-${release}_*.deb $KDEV_PKG_OUT/linux-headers-${release}_*.deb $KDEV_PKG_OUT/${KDEV_TOOLS_PACKAGE}_*.deb
 Remove (Debian's kernels stay):
-  sudo dpkg -r linux-image-$release linux-headers-$release
+  sudo dpkg -r linux-image-$release linux-headers-$release $KDEV_TOOLS_PACKAGE
 EOF
 }
 
@@ -161,7 +215,7 @@ package_test()
 
 package_test_run()
 {
-	local results=$1 config=$KDEV_PKG_TEST_OUT/test.config debs deb
+	local results=$1 config=$KDEV_PKG_TEST_OUT/test.config debs deb image
 	local install=() start=$SECONDS
 
 	apt_ensure mmdebstrap e2fsprogs
@@ -184,11 +238,14 @@ package_test_run()
 	while read -r deb; do
 		case "$(dpkg-deb -f "$deb" Package)" in
 		linux-image-*-dbg) ;;
-		linux-image-*|linux-headers-*) install+=("$deb") ;;
+		linux-image-*) install+=("$deb") && image=$deb ;;
+		linux-headers-*) install+=("$deb") ;;
 		esac
 	done <<< "$debs"
+	install+=("$(package_tools "$KDEV_BUILD_TREE" "$KDEV_PKG_TEST_OUT" \
+		     "$(dpkg-deb -f "$image" Version)")")
 	"$KDEV_ROOT/tests/package/install-boot.sh" "$KDEV_PKG_TEST_OUT/run" \
-		"$KDEV_CACHE/package-image" "$KDEV_BUILD_TREE" \
+		"$KDEV_CACHE/package-image" \
 		"$KDEV_OUT/debug/kselftest_install" "${install[@]}" \
 		> "$results/host-package.ktap"
 	log "package_install_boot took $((SECONDS - start)) s"

@@ -13,7 +13,13 @@
  *   EPOLL_PREFER_BUSY_POLL  prefer_busy_poll  0 or 1, default 1
  *
  * The defaults are what Documentation/networking/napi.rst recommends for
- * IRQ suspension. The library never changes what the program sees: a
+ * IRQ suspension.
+ *
+ *   EPOLL_BUSY_POLL_STATS   a path: each process writes its batch report
+ *                           to PATH.PID (see write_stats())
+ *
+ * The batch report tells how long the program stays away from epoll
+ * between two calls, which irq-suspend-timeout must cover (napictl(8)). The library never changes what the program sees: a
  * setting it cannot use, or a kernel that refuses the ioctl (ENOTTY
  * before Linux 6.9, EOPNOTSUPP without CONFIG_NET_RX_BUSY_POLL, EPERM or
  * EINVAL for values it does not take), leaves every epoll instance as the
@@ -30,12 +36,14 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "epoll_params.h"
@@ -60,6 +68,44 @@ static bool stderr_ok;
 
 static int (*real_epoll_create)(int size);
 static int (*real_epoll_create1)(int flags);
+static int (*real_epoll_wait)(int epfd, struct epoll_event *events,
+			      int maxevents, int timeout);
+static int (*real_epoll_pwait)(int epfd, struct epoll_event *events,
+			       int maxevents, int timeout,
+			       const sigset_t *sigmask);
+static int (*real_epoll_pwait2)(int epfd, struct epoll_event *events,
+				int maxevents, const struct timespec *timeout,
+				const sigset_t *sigmask);
+
+#define NSEC_PER_SEC	1000000000ULL
+/* The report is rewritten at most this often, by a returning call */
+#define STATS_INTERVAL_NS	(2 * NSEC_PER_SEC)
+/*
+ * Gaps between calls are counted in a log-linear histogram of
+ * nanoseconds: each power of two is split into 2^STATS_SUB_BITS buckets,
+ * so a percentile is known to within 1/32 of its value.
+ */
+#define STATS_SUB_BITS	4
+#define STATS_SUB	(1U << STATS_SUB_BITS)
+#define STATS_BUCKETS	((64 - STATS_SUB_BITS + 1) * STATS_SUB)
+
+/* The batch report: counters of this process, updated by every thread */
+static struct {
+	bool on;			/* EPOLL_BUSY_POLL_STATS is set */
+	char path[PATH_MAX];		/* its value */
+	uint64_t calls;			/* epoll_wait() and friends */
+	uint64_t with_events;		/* calls that returned events */
+	uint64_t empty;			/* calls that returned none */
+	uint64_t failed;		/* calls that failed (EINTR...) */
+	uint64_t gaps;			/* gaps counted in hist */
+	uint64_t max_gap;
+	uint64_t hist[STATS_BUCKETS];
+	uint64_t written;		/* when the report was last written */
+	int writing;
+} stats;
+
+/* When this thread's last epoll_wait() returned, 0 before the first */
+static __thread uint64_t last_return;
 
 /*
  * One line on stderr, in one write(), if file descriptor 2 is still the
@@ -133,14 +179,171 @@ static bool read_settings(void)
 	return true;
 }
 
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * NSEC_PER_SEC + ts.tv_nsec;
+}
+
+/* The histogram bucket of a gap of @ns */
+static unsigned int stats_bucket(uint64_t ns)
+{
+	unsigned int msb;
+
+	if (ns < STATS_SUB)
+		return ns;
+	msb = 63 - __builtin_clzll(ns);
+	return (msb - STATS_SUB_BITS + 1) * STATS_SUB +
+	       ((ns >> (msb - STATS_SUB_BITS)) & (STATS_SUB - 1));
+}
+
+/* The middle of bucket @b, in ns */
+static uint64_t stats_bucket_ns(unsigned int b)
+{
+	unsigned int shift;
+
+	if (b < STATS_SUB)
+		return b;
+	shift = b / STATS_SUB - 1;
+	return ((uint64_t)(STATS_SUB + b % STATS_SUB) << shift) +
+	       ((1ULL << shift) >> 1);
+}
+
+/* The gap below which @pct percent of @n counted gaps fall */
+static uint64_t stats_percentile(const uint64_t *hist, uint64_t n,
+				 unsigned int pct)
+{
+	uint64_t want = (n * pct + 99) / 100, seen = 0;
+	unsigned int b;
+
+	for (b = 0; b < STATS_BUCKETS; b++) {
+		seen += hist[b];
+		if (seen && seen >= want)
+			return stats_bucket_ns(b);
+	}
+	return 0;
+}
+
+/*
+ * The batch report, in PATH.PID: one "key: value" per line. Times are
+ * microseconds; gaps are from a thread's return from epoll_wait() (or
+ * epoll_pwait(), epoll_pwait2()) to its next call, which is the time the
+ * program spends on the events it got. Written to a temporary file and
+ * renamed, so a reader never sees half of one.
+ */
+static void write_stats(void)
+{
+	char path[PATH_MAX + 32], tmp[PATH_MAX + 40];
+	uint64_t hist[STATS_BUCKETS], gaps = 0;
+	int saved = errno;
+	unsigned int b;
+	FILE *f;
+
+	for (b = 0; b < STATS_BUCKETS; b++) {
+		hist[b] = __atomic_load_n(&stats.hist[b], __ATOMIC_RELAXED);
+		gaps += hist[b];
+	}
+	snprintf(path, sizeof(path), "%s.%d", stats.path, (int)getpid());
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "we");
+	if (!f)
+		goto out;
+	fprintf(f, "pid: %d\ncalls: %llu\nwith_events: %llu\nempty: %llu\n"
+		"failed: %llu\ngaps: %llu\ngap_p50_us: %llu\ngap_p99_us: %llu\n"
+		"gap_max_us: %llu\n", (int)getpid(),
+		(unsigned long long)__atomic_load_n(&stats.calls, __ATOMIC_RELAXED),
+		(unsigned long long)__atomic_load_n(&stats.with_events, __ATOMIC_RELAXED),
+		(unsigned long long)__atomic_load_n(&stats.empty, __ATOMIC_RELAXED),
+		(unsigned long long)__atomic_load_n(&stats.failed, __ATOMIC_RELAXED),
+		(unsigned long long)gaps,
+		(unsigned long long)stats_percentile(hist, gaps, 50) / 1000,
+		(unsigned long long)stats_percentile(hist, gaps, 99) / 1000,
+		(unsigned long long)__atomic_load_n(&stats.max_gap, __ATOMIC_RELAXED) / 1000);
+	if (fclose(f) || rename(tmp, path))
+		unlink(tmp);
+out:
+	errno = saved;
+}
+
+/* A forked child reports only what it does itself */
+static void stats_reset_child(void)
+{
+	memset(stats.hist, 0, sizeof(stats.hist));
+	stats.calls = stats.with_events = stats.empty = stats.failed = 0;
+	stats.gaps = stats.max_gap = 0;
+	stats.written = now_ns();
+	stats.writing = 0;
+}
+
+static void stats_init(void)
+{
+	const char *path = getenv("EPOLL_BUSY_POLL_STATS");
+
+	if (!path || !*path || strlen(path) >= sizeof(stats.path))
+		return;
+	strcpy(stats.path, path);
+	stats.written = now_ns();
+	pthread_atfork(NULL, NULL, stats_reset_child);
+	stats.on = true;
+}
+
+/* Before a call: counts the gap since this thread's last return */
+static void stats_enter(void)
+{
+	uint64_t gap, max;
+
+	if (!last_return)
+		return;
+	gap = now_ns() - last_return;
+	__atomic_fetch_add(&stats.hist[stats_bucket(gap)], 1, __ATOMIC_RELAXED);
+	max = __atomic_load_n(&stats.max_gap, __ATOMIC_RELAXED);
+	while (gap > max &&
+	       !__atomic_compare_exchange_n(&stats.max_gap, &max, gap, true,
+					    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
+
+/* After a call that returned @ret: counts it, and updates the report */
+static int stats_leave(int ret)
+{
+	uint64_t *counter = ret > 0 ? &stats.with_events :
+			    ret == 0 ? &stats.empty : &stats.failed;
+	uint64_t now = now_ns();
+
+	__atomic_fetch_add(&stats.calls, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
+	last_return = now;
+	if (now - __atomic_load_n(&stats.written, __ATOMIC_RELAXED) >=
+	    STATS_INTERVAL_NS &&
+	    !__atomic_exchange_n(&stats.writing, 1, __ATOMIC_ACQUIRE)) {
+		__atomic_store_n(&stats.written, now, __ATOMIC_RELAXED);
+		write_stats();
+		__atomic_store_n(&stats.writing, 0, __ATOMIC_RELEASE);
+	}
+	return ret;
+}
+
+__attribute__((destructor))
+static void epoll_busy_poll_fini(void)
+{
+	if (stats.on)
+		write_stats();
+}
+
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
 static void init(void)
 {
 	real_epoll_create = (int (*)(int))dlsym(RTLD_NEXT, "epoll_create");
 	real_epoll_create1 = (int (*)(int))dlsym(RTLD_NEXT, "epoll_create1");
+	real_epoll_wait = dlsym(RTLD_NEXT, "epoll_wait");
+	real_epoll_pwait = dlsym(RTLD_NEXT, "epoll_pwait");
+	real_epoll_pwait2 = dlsym(RTLD_NEXT, "epoll_pwait2");
 	stderr_ok = !fstat(STDERR_FILENO, &stderr_st);
 	enabled = read_settings();
+	stats_init();
 }
 
 /*
@@ -220,4 +423,53 @@ int epoll_create1(int flags)
 	if (!real_epoll_create1)
 		return set_params(syscall(SYS_epoll_create1, flags));
 	return set_params(real_epoll_create1(flags));
+}
+
+/*
+ * Whether the C library's @fn was found, once init() ran: a constructor
+ * that runs before this library's may already wait.
+ */
+#define REAL_READY(fn)	(__builtin_expect((fn) != NULL, 1) ||	\
+			 (pthread_once(&init_once, init), (fn) != NULL))
+
+/*
+ * The waits, wrapped for the batch report; without EPOLL_BUSY_POLL_STATS
+ * each costs two tests and a call through a pointer. A C library without
+ * one of them never had a program call it.
+ */
+int epoll_wait(int epfd, struct epoll_event *events, int maxevents,
+	       int timeout)
+{
+	if (!REAL_READY(real_epoll_wait))
+		return errno = ENOSYS, -1;
+	if (!stats.on)
+		return real_epoll_wait(epfd, events, maxevents, timeout);
+	stats_enter();
+	return stats_leave(real_epoll_wait(epfd, events, maxevents, timeout));
+}
+
+int epoll_pwait(int epfd, struct epoll_event *events, int maxevents,
+		int timeout, const sigset_t *sigmask)
+{
+	if (!REAL_READY(real_epoll_pwait))
+		return errno = ENOSYS, -1;
+	if (!stats.on)
+		return real_epoll_pwait(epfd, events, maxevents, timeout,
+					sigmask);
+	stats_enter();
+	return stats_leave(real_epoll_pwait(epfd, events, maxevents, timeout,
+					    sigmask));
+}
+
+int epoll_pwait2(int epfd, struct epoll_event *events, int maxevents,
+		 const struct timespec *timeout, const sigset_t *sigmask)
+{
+	if (!REAL_READY(real_epoll_pwait2))
+		return errno = ENOSYS, -1;
+	if (!stats.on)
+		return real_epoll_pwait2(epfd, events, maxevents, timeout,
+					 sigmask);
+	stats_enter();
+	return stats_leave(real_epoll_pwait2(epfd, events, maxevents, timeout,
+					     sigmask));
 }
