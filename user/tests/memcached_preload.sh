@@ -42,14 +42,11 @@ done
 source "$KSFT_DIR"/net/lib.sh
 # shellcheck source=/dev/null
 source "$KSFT_DIR"/net/busy_poll_lib.sh
+# shellcheck source=user/tests/virtio_pair.sh
+source "$(dirname "$(readlink -f "$0")")"/virtio_pair.sh
 
 LIB=$USER_BUILD/libepoll-busy-poll.so
 LOAD=$(dirname "$(readlink -f "$0")")/mc_load.py
-YNL=(python3 "$KSFT_DIR"/net/lib/ynl/cli.py --spec
-     "$KSFT_DIR"/net/lib/specs/netdev.yaml --no-schema --output-json)
-
-SV_ADDR=192.0.2.1
-CL_ADDR=192.0.2.2
 PORT=11211
 # The server NAPI's values: deferral short against the suspend timeout
 DEFER_HARD_IRQS=10
@@ -62,89 +59,21 @@ LOAD_SECONDS=10
 LOAD_CONNS=4
 LOAD_DEPTH=8
 
-NSSV=
-NSCL=
-SV_DEV=
-CL_DEV=
-SV_CHANNELS=
-NAPI_ID=
-
 cleanup()
 {
-	local dev
-
-	kill_ns_tasks "$NSSV" "$NSCL"
-	if [ -n "$NAPI_ID" ]; then
-		ip netns exec "$NSSV" "${YNL[@]}" --do napi-set --json \
-			"{\"id\": $NAPI_ID, \"irq-suspend-timeout\": 0}" > /dev/null
-	fi
-	[ -n "$SV_CHANNELS" ] &&
-		ip netns exec "$NSSV" ethtool -L "$SV_DEV" combined "$SV_CHANNELS" 2>/dev/null
-	deferral_off "$NSSV" "$SV_DEV"
-	deferral_off "$NSCL" "$CL_DEV"
-	cleanup_all_ns
-	for dev in "$SV_DEV" "$CL_DEV"; do
-		[ -n "$dev" ] && slowwait 10 test -e /sys/class/net/"$dev"
-	done
+	pair_cleanup
 	[ -n "$tmpdir" ] && rm -rf "$tmpdir"
-}
-
-# nic_to_ns DEV NETNS ADDR
-nic_to_ns()
-{
-	ip link set dev "$1" netns "$2" &&
-		ip -n "$2" addr add "$3"/24 dev "$1" &&
-		ip -n "$2" link set dev "$1" up
-}
-
-# deferral_off NETNS DEV: no deferral on any NAPI or config slot of DEV
-deferral_off()
-{
-	local f
-
-	[ -n "$2" ] || return 0
-	for f in napi_defer_hard_irqs gro_flush_timeout; do
-		echo 0 | ip netns exec "$1" tee /sys/class/net/"$2"/"$f" > /dev/null
-	done
 }
 
 setup()
 {
-	local nics
-
 	command -v memcached > /dev/null || skip_all "memcached not installed"
-	command -v ethtool > /dev/null || skip_all "ethtool not installed"
 	# ./kdev test builds it: missing is a build failure
 	[ -f "$LIB" ] || ktap_exit_fail_msg "$LIB not built"
 	[ -r /proc/timer_list ] || skip_all "/proc/timer_list not available"
-	read -r -a nics <<< "${VIRTIO_NET_NICS:-}"
-	[ "${#nics[@]}" -ge 2 ] ||
-		skip_all "set VIRTIO_NET_NICS to two virtio-net NICs on one" \
-			 "network that the test may take over"
-	SV_DEV=${nics[0]}
-	CL_DEV=${nics[1]}
-
 	bp_tmpdir || return 1
-	setup_ns NSSV NSCL || return 1
-	nic_to_ns "$SV_DEV" "$NSSV" "$SV_ADDR" || return 1
-	nic_to_ns "$CL_DEV" "$NSCL" "$CL_ADDR" || return 1
-	SV_CHANNELS=$(ip netns exec "$NSSV" ethtool -l "$SV_DEV" |
-		      awk '/^Combined:/ { n = $2 } END { print n }')
-	ip netns exec "$NSSV" ethtool -L "$SV_DEV" combined 1 || return 1
-	slowwait 10 carrier_up "$NSSV" "$SV_DEV" || return 1
-	slowwait 10 carrier_up "$NSCL" "$CL_DEV" || return 1
-
-	deferral_off "$NSSV" "$SV_DEV"
-	deferral_off "$NSCL" "$CL_DEV"
-	# The NAPI of RX queue 0, the only one left
-	NAPI_ID=$(ip netns exec "$NSSV" "${YNL[@]}" --do queue-get --json \
-		  "{\"ifindex\": $(ifindex "$NSSV" "$SV_DEV"), \"id\": 0, \"type\": \"rx\"}" |
-		  python3 -c 'import json, sys; print(json.load(sys.stdin)["napi-id"])') ||
-		{ ktap_print_msg "no NAPI for RX queue 0 of $SV_DEV"; return 1; }
-	ip netns exec "$NSSV" "${YNL[@]}" --do napi-set --json \
-		"{\"id\": $NAPI_ID, \"defer-hard-irqs\": $DEFER_HARD_IRQS, \"gro-flush-timeout\": $GRO_FLUSH_TIMEOUT, \"irq-suspend-timeout\": $IRQ_SUSPEND_TIMEOUT}" \
-		> /dev/null || return 1
-	ktap_print_msg "server $SV_DEV (NAPI $NAPI_ID), client $CL_DEV"
+	pair_setup || return 1
+	pair_napi_set "\"defer-hard-irqs\": $DEFER_HARD_IRQS, \"gro-flush-timeout\": $GRO_FLUSH_TIMEOUT, \"irq-suspend-timeout\": $IRQ_SUSPEND_TIMEOUT"
 }
 
 # serve NAME [LD_PRELOAD value]: memcached with one worker thread (one
