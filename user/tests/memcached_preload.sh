@@ -32,16 +32,6 @@
 
 # shellcheck source=/dev/null
 source "$KSFT_DIR"/kselftest/ktap_helpers.sh
-for f in net/lib.sh net/busy_poll_lib.sh net/lib/ynl/cli.py; do
-	if [ ! -f "$KSFT_DIR/$f" ]; then
-		ktap_skip_all "$KSFT_DIR/$f not installed (the net kselftests)"
-		exit "$KSFT_SKIP"
-	fi
-done
-# shellcheck source=/dev/null
-source "$KSFT_DIR"/net/lib.sh
-# shellcheck source=/dev/null
-source "$KSFT_DIR"/net/busy_poll_lib.sh
 # shellcheck source=user/tests/virtio_pair.sh
 source "$(dirname "$(readlink -f "$0")")"/virtio_pair.sh
 

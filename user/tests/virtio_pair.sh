@@ -6,12 +6,25 @@
 # NAPI: the first in a server namespace with one queue pair, so that every
 # connection is that queue's NAPI, the second in a client namespace.
 # Deferral is off on every NAPI and config slot of both but the server
-# queue's, whose values the test sets. Sourced after net/lib.sh and
-# net/busy_poll_lib.sh of the installed kselftests.
+# queue's, whose values the test sets. Sourced after the kselftests'
+# ktap_helpers.sh; it sources net/lib.sh and net/busy_poll_lib.sh of the
+# installed kselftests (KSFT_DIR), or ends the test as skipped without
+# them.
 #
 #   pair_setup         sets NSSV, NSCL, SV_DEV, CL_DEV and NAPI_ID
 #   pair_cleanup       puts the NICs back as they were
 #   pair_napi_set JSON napi-set of the server NAPI with JSON's attributes
+
+for f in net/lib.sh net/busy_poll_lib.sh net/lib/ynl/cli.py; do
+	if [ ! -f "$KSFT_DIR/$f" ]; then
+		ktap_skip_all "$KSFT_DIR/$f not installed (the net kselftests)"
+		exit "$KSFT_SKIP"
+	fi
+done
+# shellcheck source=/dev/null
+source "$KSFT_DIR"/net/lib.sh
+# shellcheck source=/dev/null
+source "$KSFT_DIR"/net/busy_poll_lib.sh
 
 SV_ADDR=192.0.2.1
 CL_ADDR=192.0.2.2
