@@ -20,8 +20,8 @@ OUT=/kdev-package.ktap
 NIC=eth0
 NSIM_ID=7
 # The examples' values (adaptive-irq-eth0.conf, gsim.conf)
-NAPI_EXPECTED=('"defer-hard-irqs": 100' '"gro-flush-timeout": 100000'
-	       '"irq-suspend-timeout": 1000000000')
+NAPI_EXPECTED=('"defer-hard-irqs": 100[,}]' '"gro-flush-timeout": 100000[,}]'
+	       '"irq-suspend-timeout": 1000000000[,}]')
 GSIM_CONF=/etc/tmpfiles.d/gsim.conf
 # How long the boot's unit may take to apply the settings
 APPLY_WAIT=120
