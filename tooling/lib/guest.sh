@@ -151,17 +151,22 @@ guest_vng()
 # console (kernel log included) goes to LOG. Returns the exit status of the
 # guest run (124 on timeout). The kernel log buffer holds a whole run: with
 # the default 128 KiB, a KCSAN kernel's reports pushed the KUnit results of
-# the boot out of the dmesg the run saves.
+# the boot out of the dmesg the run saves. CMD goes to the guest in a file
+# of RESULTS: virtme-ng passes --exec on the kernel command line, whose
+# 2048 bytes a long list of tests and paths overflowed (the init= after it
+# was cut, and the guest panicked).
 guest_exec()
 {
 	local out=$1 results=$2 console=$3 rc=0
 	shift 3
 
+	printf '%q ' "$@" > "$results/guest-command.sh"
 	# timeout(1) needs a program, not a shell function: re-enter kdev.
 	timeout -k 30 "$KDEV_GUEST_TIMEOUT" \
 		"$KDEV_ROOT/kdev" __vng "$out" --verbose \
 		--append log_buf_len=16M \
 		--rwdir="$KDEV_GUEST_RESULTS=$results" \
-		--exec "$(printf '%q ' "$@")" < /dev/null > "$console" 2>&1 || rc=$?
+		--exec "bash $KDEV_GUEST_RESULTS/guest-command.sh" \
+		< /dev/null > "$console" 2>&1 || rc=$?
 	return "$rc"
 }
