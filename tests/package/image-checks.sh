@@ -192,8 +192,9 @@ virtio_suspend()
 }
 
 # The packages are removed while their kernel runs, as a user would after
-# booting the old kernel: nothing of theirs is left, and the image's own
-# kernel is untouched.
+# booting the old kernel: nothing of theirs is left, not even a directory
+# of the tools package's own (Python's byte-code caches, written when the
+# tools ran, would keep one), and the image's own kernel is untouched.
 removal()
 {
 	local f left=0
@@ -201,7 +202,9 @@ removal()
 	dpkg -L "$TOOLS" > /tmp/tools.files || return 1
 	dpkg -r "linux-image-$KREL" "linux-headers-$KREL" "$TOOLS" || return 1
 	while read -r f; do
-		[ -d "$f" ] && [ ! -L "$f" ] && continue
+		# directories the package shares with others stay
+		[ -d "$f" ] && [[ "$f" != *adaptive-irq* ]] && [[ "$f" != */ynl* ]] &&
+			continue
 		[ -e "$f" ] || [ -L "$f" ] || continue
 		msg "$f left behind"
 		left=1

@@ -181,6 +181,7 @@ add_checks()
 	chmod 755 "$root$OWN_INIT" &&
 	printf 'KREL=%s\nDEBIAN_KREL=%s\nTOOLS=%s\n' "$KREL" "$DEBIAN_KREL" \
 		"$TOOLS" > "$root/kdev-package.env" &&
+	mkdir -p "$root/opt/kdev" &&
 	cp -r "$kselftests" "$root/opt/kdev/kselftest"
 }
 

@@ -57,7 +57,8 @@ package_default_config()
 }
 
 # package_config TREE CONFIG OUT: OUT/.config is CONFIG with the series'
-# options and the package's local version merged in.
+# options, what they need of the rest (config/package.config) and the
+# package's local version merged in.
 package_config()
 {
 	local tree=$1 config=$2 out=$3 version keys
@@ -73,10 +74,12 @@ package_config()
 	printf '%s\n' 'CONFIG_SYSTEM_TRUSTED_KEYS=""' \
 		'CONFIG_SYSTEM_REVOCATION_KEYS=""' > "$keys"
 	(cd "$tree" && ARCH=x86_64 scripts/kconfig/merge_config.sh -O "$out" \
-		"$config" "$KDEV_ROOT/config/series.config" "$version" "$keys") \
+		"$config" "$KDEV_ROOT/config/series.config" \
+		"$KDEV_ROOT/config/package.config" "$version" "$keys") \
 		> "$out/merge_config.log" 2>&1 ||
 		{ tail -n 20 "$out/merge_config.log" >&2; die "merge_config.sh failed on $config"; }
-	check_fragments "$out/.config" "$KDEV_ROOT/config/series.config" "$version"
+	check_fragments "$out/.config" "$KDEV_ROOT/config/series.config" \
+		"$KDEV_ROOT/config/package.config" "$version"
 }
 
 # package_build TREE CONFIG OUT: build the packages from CONFIG (a whole
@@ -148,6 +151,12 @@ package_tools()
 	 unmodified epoll programs busy polling and IRQ suspension; a systemd
 	 unit and examples that make the settings persistent.
 	EOF
+	# Python writes byte-code caches next to the YNL library when root
+	# runs it; remove them with the package, as Debian's py3clean does
+	printf '%s\n' '#!/bin/sh' 'set -e' \
+		"find /usr/lib/$KDEV_TOOLS_PACKAGE -name __pycache__ -type d -prune -exec rm -rf {} +" \
+		> "$stage/DEBIAN/prerm"
+	chmod 755 "$stage/DEBIAN/prerm"
 	deb=$out/${KDEV_TOOLS_PACKAGE}_${version}_$arch.deb
 	dpkg-deb --root-owner-group -Zxz --build "$stage" "$deb" > /dev/null ||
 		die "dpkg-deb failed on $stage"
