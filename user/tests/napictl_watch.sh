@@ -86,7 +86,7 @@ end = time.monotonic() + secs
 while time.monotonic() < end:
     s.sendall(b"x" * 64)
     time.sleep(pace)
-' "$SV_ADDR" "$PORT" "$(bc -l <<< "$PACE_MS / 1000")" "$((RUN_S - 2))"
+' "$SV_ADDR" "$PORT" "$PACE_MS" "$((RUN_S - 2))"
 }
 
 # run NAME TIMEOUT_NS: batch_server and the client, napictl watch in the
