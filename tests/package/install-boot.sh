@@ -158,7 +158,7 @@ user_settings()
 {
 	mkdir -p "$root/etc/adaptive-irq" &&
 	cp "$root$EXAMPLES/gsim.conf" "$root/etc/tmpfiles.d/gsim.conf" &&
-	cp "$root$EXAMPLES/70-adaptive-irq.rules" "$root/etc/udev/rules.d/" &&
+	cp "$root$EXAMPLES/90-adaptive-irq.rules" "$root/etc/udev/rules.d/" &&
 	cp "$root$EXAMPLES/adaptive-irq-eth0.conf" "$root/etc/adaptive-irq/$NIC.conf"
 }
 

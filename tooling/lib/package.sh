@@ -153,10 +153,16 @@ package_tools()
 	EOF
 	# Python writes byte-code caches next to the YNL library when root
 	# runs it; remove them with the package, as Debian's py3clean does
-	printf '%s\n' '#!/bin/sh' 'set -e' \
+	printf '%s\n' '#!/bin/sh' 'set -e' "[ -d /usr/lib/$KDEV_TOOLS_PACKAGE ] || exit 0" \
 		"find /usr/lib/$KDEV_TOOLS_PACKAGE -name __pycache__ -type d -prune -exec rm -rf {} +" \
 		> "$stage/DEBIAN/prerm"
-	chmod 755 "$stage/DEBIAN/prerm"
+	# systemd learns of the unit, and ld.so of the library, at once
+	printf '%s\n' '#!/bin/sh' 'set -e' \
+		'if [ -d /run/systemd/system ]; then systemctl daemon-reload || true; fi' \
+		> "$stage/DEBIAN/postinst"
+	cp "$stage/DEBIAN/postinst" "$stage/DEBIAN/postrm"
+	chmod 755 "$stage/DEBIAN/prerm" "$stage/DEBIAN/postinst" "$stage/DEBIAN/postrm"
+	echo 'activate-noawait ldconfig' > "$stage/DEBIAN/triggers"
 	deb=$out/${KDEV_TOOLS_PACKAGE}_${version}_$arch.deb
 	dpkg-deb --root-owner-group -Zxz --build "$stage" "$deb" > /dev/null ||
 		die "dpkg-deb failed on $stage"

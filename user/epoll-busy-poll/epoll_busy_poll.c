@@ -32,11 +32,13 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,7 +99,6 @@ static struct {
 	uint64_t with_events;		/* calls that returned events */
 	uint64_t empty;			/* calls that returned none */
 	uint64_t failed;		/* calls that failed (EINTR...) */
-	uint64_t gaps;			/* gaps counted in hist */
 	uint64_t max_gap;
 	uint64_t hist[STATS_BUCKETS];
 	uint64_t written;		/* when the report was last written */
@@ -230,14 +231,17 @@ static uint64_t stats_percentile(const uint64_t *hist, uint64_t n,
  * The batch report, in PATH.PID: one "key: value" per line. Times are
  * microseconds; gaps are from a thread's return from epoll_wait() (or
  * epoll_pwait(), epoll_pwait2()) to its next call, which is the time the
- * program spends on the events it got. Written to a temporary file and
- * renamed, so a reader never sees half of one.
+ * program spends on the events it got. Written to a temporary file of
+ * this process's own, made anew (never through a link planted there),
+ * and renamed, so a reader never sees half of one. The caller holds
+ * stats.writing.
  */
 static void write_stats(void)
 {
-	char path[PATH_MAX + 32], tmp[PATH_MAX + 40];
-	uint64_t hist[STATS_BUCKETS], gaps = 0;
-	int saved = errno;
+	static char path[PATH_MAX + 32], tmp[PATH_MAX + 40];
+	static uint64_t hist[STATS_BUCKETS];
+	uint64_t gaps = 0;
+	int saved = errno, fd;
 	unsigned int b;
 	FILE *f;
 
@@ -247,9 +251,16 @@ static void write_stats(void)
 	}
 	snprintf(path, sizeof(path), "%s.%d", stats.path, (int)getpid());
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	f = fopen(tmp, "we");
-	if (!f)
+	unlink(tmp);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0)
 		goto out;
+	f = fdopen(fd, "w");
+	if (!f) {
+		close(fd);
+		unlink(tmp);
+		goto out;
+	}
 	fprintf(f, "pid: %d\ncalls: %llu\nwith_events: %llu\nempty: %llu\n"
 		"failed: %llu\ngaps: %llu\ngap_p50_us: %llu\ngap_p99_us: %llu\n"
 		"gap_max_us: %llu\n", (int)getpid(),
@@ -272,7 +283,7 @@ static void stats_reset_child(void)
 {
 	memset(stats.hist, 0, sizeof(stats.hist));
 	stats.calls = stats.with_events = stats.empty = stats.failed = 0;
-	stats.gaps = stats.max_gap = 0;
+	stats.max_gap = 0;
 	stats.written = now_ns();
 	stats.writing = 0;
 }
@@ -314,22 +325,32 @@ static int stats_leave(int ret)
 
 	__atomic_fetch_add(&stats.calls, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
-	last_return = now;
 	if (now - __atomic_load_n(&stats.written, __ATOMIC_RELAXED) >=
 	    STATS_INTERVAL_NS &&
 	    !__atomic_exchange_n(&stats.writing, 1, __ATOMIC_ACQUIRE)) {
 		__atomic_store_n(&stats.written, now, __ATOMIC_RELAXED);
 		write_stats();
 		__atomic_store_n(&stats.writing, 0, __ATOMIC_RELEASE);
+		/* the report's own time is not the program's */
+		now = now_ns();
 	}
+	last_return = now;
 	return ret;
 }
 
+/*
+ * The last report, at exit, once a write another thread may be doing is
+ * over; a process that never waited writes none.
+ */
 __attribute__((destructor))
 static void epoll_busy_poll_fini(void)
 {
-	if (stats.on)
-		write_stats();
+	if (!stats.on || !__atomic_load_n(&stats.calls, __ATOMIC_RELAXED))
+		return;
+	while (__atomic_exchange_n(&stats.writing, 1, __ATOMIC_ACQUIRE))
+		sched_yield();
+	write_stats();
+	__atomic_store_n(&stats.writing, 0, __ATOMIC_RELEASE);
 }
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;

@@ -7,11 +7,16 @@
  * sets EPIOCSPARAMS itself (run it under libepoll-busy-poll.so).
  *
  * usage: batch_server ADDR PORT WORK_MS SECONDS
- *   Exits after SECONDS, printing "bytes N batches N".
+ *   Exits after SECONDS or on SIGTERM, printing "bytes N batches N
+ *   gaps N gap_p99_us N": the gaps are its own measure of what the batch
+ *   report of libepoll-busy-poll.so counts, the time from each return of
+ *   epoll_wait() to the next call, and the p99 is of the same rank.
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <math.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +26,22 @@
 #include <unistd.h>
 
 #define MAX_EVENTS	64
+#define MAX_GAPS	(1 << 20)
+
+static volatile sig_atomic_t stop;
+static double gaps[MAX_GAPS];
+
+static void on_term(int sig __attribute__((unused)))
+{
+	stop = 1;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
 
 static double now_s(void)
 {
@@ -35,8 +56,9 @@ int main(int argc, char **argv)
 	struct sockaddr_in sa = { .sin_family = AF_INET };
 	struct epoll_event ev = { .events = EPOLLIN }, evs[MAX_EVENTS];
 	unsigned long long bytes = 0, batches = 0;
+	size_t ngaps = 0, rank;
 	struct timespec work;
-	double end;
+	double end, last = 0;
 	int ep, ls, one = 1, i, n;
 	char buf[65536];
 
@@ -61,10 +83,14 @@ int main(int argc, char **argv)
 		perror("batch_server: epoll");
 		return 1;
 	}
+	signal(SIGTERM, on_term);
 	printf("listening\n");
 	fflush(stdout);
-	while (now_s() < end) {
+	while (!stop && now_s() < end) {
+		if (last && ngaps < MAX_GAPS)
+			gaps[ngaps++] = now_s() - last;
 		n = epoll_wait(ep, evs, MAX_EVENTS, 100);
+		last = now_s();
 		if (n < 0 && errno != EINTR) {
 			perror("batch_server: epoll_wait");
 			return 1;
@@ -94,6 +120,9 @@ int main(int argc, char **argv)
 			nanosleep(&work, NULL);
 		}
 	}
-	printf("bytes %llu batches %llu\n", bytes, batches);
+	qsort(gaps, ngaps, sizeof(gaps[0]), cmp_double);
+	rank = ngaps ? (size_t)ceil(ngaps * 0.99) - 1 : 0;
+	printf("bytes %llu batches %llu gaps %zu gap_p99_us %.0f\n", bytes,
+	       batches, ngaps, ngaps ? gaps[rank] * 1e6 : 0);
 	return 0;
 }
