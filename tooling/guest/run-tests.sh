@@ -86,13 +86,16 @@ run_wrapped()
 }
 
 # The tests of user/ (KDEV_USER_TESTS: file names in KDEV_USER_DIR, the
-# programs built in KDEV_USER_BUILD).
+# programs built in KDEV_USER_BUILD), each with the timeout of
+# KDEV_USER_DIR/settings if it gives a longer one.
+user_timeout=$(sed -n 's/^timeout=\([0-9]*\)$/\1/p' "${KDEV_USER_DIR:-.}/settings" 2>/dev/null)
+[ "${user_timeout:-0}" -gt "$min_timeout" ] || user_timeout=$min_timeout
 n=0
 for t in ${KDEV_USER_TESTS:-}; do
 	n=$((n + 1))
 	echo "kdev-guest: user:$t"
 	run_wrapped "$results/kselftest-user-$(printf %02d "$n").ktap" user "$t" \
-		"$min_timeout" env USER_BUILD="$KDEV_USER_BUILD" KSFT_DIR="$ksft" \
+		"$user_timeout" env USER_BUILD="$KDEV_USER_BUILD" KSFT_DIR="$ksft" \
 		"$KDEV_USER_DIR/$t"
 done
 

@@ -11,8 +11,8 @@
 # looks at the NAPI.
 #
 #   batch_report_gap   the report's p99 gap between calls is the one
-#                      batch_server measured itself (to within the
-#                      report's precision of 1/32), and at least WORK_MS
+#                      batch_server measured itself (to within a bucket
+#                      of the report's histogram), and at least WORK_MS
 #   watch_not_held     the short timeout: watch says the interrupts were
 #                      not held off, and that the gap is near or above
 #                      the timeout
@@ -70,7 +70,8 @@ setup()
 # client: PACE_MS apart, 64 bytes, until stopped (or LIMIT_S)
 client()
 {
-	ip netns exec "$NSCL" python3 -c '
+	# exec: the caller's kill reaches python itself
+	exec ip netns exec "$NSCL" python3 -c '
 import socket, sys, time
 addr, port, pace, secs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]) / 1000, float(sys.argv[4])
 for _ in range(100):
@@ -115,6 +116,9 @@ run()
 	client > "$tmpdir/$name.client" 2>&1 &
 	client_pid=$!
 	sleep "$WARMUP_S"
+	# the library writes its first report 2 s after the server started
+	slowwait 30 report_file "$name" > /dev/null ||
+		ktap_print_msg "$name: no batch report after 30 s"
 	WATCH=$(ip netns exec "$NSSV" "${NAPICTL[@]}" watch "$SV_DEV" "$WATCH_S" \
 		--stats "$(report_file "$name")" 2>&1) || rc=1
 	kill "$client_pid"
@@ -138,7 +142,10 @@ report_value()
 }
 
 # gap_ok NAME: REPORT's p99 gap is the server's own (OWN_P99), which
-# is at least WORK_MS
+# is at least WORK_MS. The report gives a bucket's middle: up to half a
+# bucket (1/32) off, and measured from inside the wrappers a little
+# further out; two runs under load differed by 0.2% and 3.1%, so the
+# bound is a bucket's width (1/16) and 1 ms.
 gap_ok()
 {
 	local p99
@@ -146,7 +153,7 @@ gap_ok()
 	p99=$(report_value gap_p99_us)
 	if [ -z "$p99" ] || [ -z "$OWN_P99" ] ||
 	   [ "$(report_value with_events)" -eq 0 ] ||
-	   [ $((p99 > OWN_P99 ? p99 - OWN_P99 : OWN_P99 - p99)) -gt $((OWN_P99 / 32 + 100)) ] ||
+	   [ $((p99 > OWN_P99 ? p99 - OWN_P99 : OWN_P99 - p99)) -gt $((OWN_P99 / 16 + 1000)) ] ||
 	   [ "$OWN_P99" -lt $((WORK_MS * 1000)) ]; then
 		ktap_print_msg "$1: p99 gap ${p99:-none} us in the report, ${OWN_P99:-none} us measured by the server (work ${WORK_MS} ms)"
 		return 1
