@@ -1028,6 +1028,10 @@ receivers_worker()
 		done
 		if ! wait_or_stop $((TRANSFER_TIMEOUT + 30)) "${RX_POLLER[@]}" \
 		     "${RX_SENDER[@]}"; then
+			# where what is left waits, for the log
+			stopping || for i in "${RX_POLLER[@]}" "${RX_SENDER[@]}"; do
+				kill -0 "$i" 2> /dev/null && task_states "$i"
+			done
 			kill_tree "${RX_POLLER[@]}" "${RX_SENDER[@]}"
 			# Stopped: the transfers are not counted
 			stopping && break
