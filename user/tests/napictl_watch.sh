@@ -173,7 +173,7 @@ watch_not_held()
 
 watch_held()
 {
-	grep -q 'interrupts held off (IRQ suspension)' <<< "$long_watch" &&
+	grep -q 'interrupts held off' <<< "$long_watch" &&
 		! grep -q 'near or above' <<< "$long_watch"
 }
 
