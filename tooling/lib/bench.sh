@@ -40,7 +40,7 @@ bench_tools()
 	gcc -O2 -Wall -Wextra -Werror -shared -fPIC -o "$out/libepoll-timeout.so" \
 		"$KDEV_BENCH/tools/epoll_timeout.c" -ldl ||
 		die "cannot build bench/tools/epoll_timeout.c"
-	make -s -C "$KDEV_ROOT/user" O="$1/user" >&2 || die "cannot build user/"
+	make -B -s -C "$KDEV_ROOT/user" O="$1/user" >&2 || die "cannot build user/"
 	printf '%s\n' "$out"
 }
 

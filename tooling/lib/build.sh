@@ -233,6 +233,8 @@ build_selftests()
 # missing.
 build_user()
 {
-	make -C "$KDEV_ROOT/user" O="$1/user" tests > "$1/user-build.log" 2>&1 ||
+	# -B: another checkout (a mutation's copy) may have built into the
+	# same directory with newer files than these sources
+	make -B -C "$KDEV_ROOT/user" O="$1/user" tests > "$1/user-build.log" 2>&1 ||
 		warn "user/ did not build (see $1/user-build.log)"
 }

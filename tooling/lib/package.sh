@@ -123,7 +123,7 @@ package_tools()
 	rm -rf "$stage"
 	mkdir -p "$stage/DEBIAN" "$stage$ynl/lib" "$stage/usr/bin" \
 		"$stage/usr/share/ynl/specs" "$stage/usr/share/doc/$KDEV_TOOLS_PACKAGE"
-	make -s -C "$KDEV_ROOT/user" O="$out/tools-build" DESTDIR="$stage" \
+	make -B -s -C "$KDEV_ROOT/user" O="$out/tools-build" DESTDIR="$stage" \
 		install-tools >&2 || die "cannot build user/ for the tools package"
 	install -m 0755 "$tree/tools/net/ynl/cli.py" "$stage$ynl/cli.py"
 	install -m 0644 "$tree"/tools/net/ynl/lib/*.py "$stage$ynl/lib/"
