@@ -49,12 +49,6 @@ LOAD_SECONDS=10
 LOAD_CONNS=4
 LOAD_DEPTH=8
 
-cleanup()
-{
-	pair_cleanup
-	[ -n "$tmpdir" ] && rm -rf "$tmpdir"
-}
-
 setup()
 {
 	command -v memcached > /dev/null || skip_all "memcached not installed"
@@ -136,7 +130,7 @@ memcached_preload()
 }
 
 ktap_print_header
-trap cleanup EXIT
+trap pair_cleanup EXIT
 setup || ktap_exit_fail_msg "set-up failed"
 ktap_set_plan 2
 ktap_test_result memcached_without_library memcached_without_library

@@ -51,12 +51,6 @@ WARMUP_S=3
 WATCH_S=6
 LIMIT_S=300
 
-cleanup()
-{
-	pair_cleanup
-	[ -n "$tmpdir" ] && rm -rf "$tmpdir"
-}
-
 setup()
 {
 	if [ ! -x "$SERVER" ] || [ ! -f "$LIB" ]; then
@@ -180,7 +174,7 @@ watch_held()
 short_ok=1
 long_ok=1
 ktap_print_header
-trap cleanup EXIT
+trap pair_cleanup EXIT
 setup || ktap_exit_fail_msg "set-up failed"
 ktap_set_plan 3
 run short "$SHORT_TIMEOUT" || short_ok=0

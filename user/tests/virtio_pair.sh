@@ -12,7 +12,8 @@
 # them.
 #
 #   pair_setup         sets NSSV, NSCL, SV_DEV, CL_DEV and NAPI_ID
-#   pair_cleanup       puts the NICs back as they were
+#   pair_cleanup       puts the NICs back as they were, removes the test's
+#                      tmpdir (busy_poll_lib.sh's bp_tmpdir)
 #   pair_napi_set JSON napi-set of the server NAPI with JSON's attributes
 
 for f in net/lib.sh net/busy_poll_lib.sh net/lib/ynl/cli.py; do
@@ -79,6 +80,8 @@ pair_cleanup()
 	for dev in "$SV_DEV" "$CL_DEV"; do
 		[ -n "$dev" ] && slowwait 10 test -e /sys/class/net/"$dev"
 	done
+	[ -n "${tmpdir:-}" ] && rm -rf "$tmpdir"
+	return 0
 }
 
 pair_setup()
