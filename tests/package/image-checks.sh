@@ -25,6 +25,7 @@ NAPI_EXPECTED=('"defer-hard-irqs": 100[,}]' '"gro-flush-timeout": 100000[,}]'
 GSIM_CONF=/etc/tmpfiles.d/gsim.conf
 # How long the boot's unit may take to apply the settings
 APPLY_WAIT=120
+APPLY=/usr/libexec/adaptive-irq-tools/apply-interface
 n=0
 
 # shellcheck source=/dev/null
@@ -126,7 +127,7 @@ channels_keep_settings()
 
 tools_on_path()
 {
-	local ifindex out
+	local ifindex out rc
 
 	ifindex=$(cat "/sys/class/net/$NIC/ifindex")
 	command -v ynl napictl irq-soft-moderation || return 1
@@ -138,7 +139,19 @@ tools_on_path()
 	grep -q "no interface 'nosuchif0'" <<< "$out" || return 1
 	out=$(napictl set "$NIC" --defer-hard-irqs 2147483648 2>&1) && return 1
 	echo "$out"
-	grep -q 'out of range.*largest value taken: 2147483647' <<< "$out"
+	grep -q 'out of range.*largest value taken: 2147483647' <<< "$out" ||
+		return 1
+	out=$(napictl set "$NIC" --defer-hard-irqs 1 --wait-up -1 2>&1) &&
+		return 1
+	echo "$out"
+	grep -q 'must not be negative' <<< "$out" || return 1
+	# a bad interface file: the unit's helper refuses it, changes nothing
+	echo 'WAIT_UP=soon' > /etc/adaptive-irq/kdevbad0.conf
+	rc=0
+	out=$("$APPLY" kdevbad0 2>&1) || rc=$?
+	rm -f /etc/adaptive-irq/kdevbad0.conf
+	echo "$out"
+	[ "$rc" != 0 ] && grep -q 'WAIT_UP=soon is not a whole number' <<< "$out"
 }
 
 napi_config_nsim()

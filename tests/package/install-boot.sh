@@ -1,8 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# package_install_boot: the packages "./kdev package" made (kernel image,
-# headers, tools) are installed with dpkg -i into a minimal Debian root
+# package_install_boot: a kernel's packages made with "make bindeb-pkg"
+# (image, headers; the test's are of the debug kernel) and the tools
+# package are installed with dpkg -i into a minimal Debian root
 # filesystem made with mmdebstrap (which has Debian's own kernel and
 # systemd), the tools package's examples are copied where README.md's
 # "Using it" tells a user to, and that filesystem is booted by systemd from
@@ -28,7 +29,6 @@
 
 set -uo pipefail
 
-SUITE=bookworm
 IMAGE_PACKAGES=linux-image-amd64,kmod,iproute2,ethtool,python3,python3-yaml,systemd-sysv,udev
 IMAGE_SIZE=3G
 BOOT_TIMEOUT=900
@@ -50,6 +50,8 @@ kselftests=$3
 shift 3
 debs=("$@")
 here=$(dirname "$(readlink -f "$0")")
+# shellcheck source=tooling/lib/image.sh
+. "$here/../../tooling/lib/image.sh"
 root=$work/root
 image=$work/disk.img
 n=0
@@ -97,34 +99,6 @@ tail_of()
 	done
 }
 
-# base_rootfs: a tarball of the Debian root filesystem, made once
-base_rootfs()
-{
-	local tar
-
-	tar=$cache/$SUITE-$(echo "$IMAGE_PACKAGES" | sha256sum | cut -c1-12).tar
-	if [ ! -s "$tar" ]; then
-		# one at a time: drop those of other package lists
-		rm -f "$cache/$SUITE"-*.tar
-		mkdir -p "$cache"
-		mmdebstrap --quiet --mode=root --variant=minbase --format=tar \
-			--include="$IMAGE_PACKAGES" "$SUITE" "$tar.tmp" \
-			> "$work/mmdebstrap.log" 2>&1 || return 1
-		mv "$tar.tmp" "$tar"
-	fi
-	printf '%s\n' "$tar"
-}
-
-# in_root COMMAND...: COMMAND chrooted in the root filesystem, with /proc
-# and /dev mounted in a mount namespace of its own
-in_root()
-{
-	# shellcheck disable=SC2016 # expanded by the inner shell
-	unshare --mount --fork -- sh -c '
-		mount -t proc proc "$0/proc" && mount --rbind /dev "$0/dev" &&
-		exec chroot "$0" "$@"' "$root" "$@"
-}
-
 # install_packages: sets KREL, DEBIAN_KREL, TOOLS
 install_packages()
 {
@@ -145,7 +119,7 @@ install_packages()
 	msg "image's kernel $DEBIAN_KREL; installing ${names[*]##*/}"
 	[ -n "${KREL:-}" ] && [ -n "$DEBIAN_KREL" ] && [ -n "${TOOLS:-}" ] ||
 		return 1
-	DEBIAN_FRONTEND=noninteractive in_root dpkg -i "${names[@]}" \
+	DEBIAN_FRONTEND=noninteractive image_chroot "$root" dpkg -i "${names[@]}" \
 		< /dev/null > "$work/dpkg.log" 2>&1 || return 1
 	rm -rf "$root/tmp/debs"
 	[ -f "$root/boot/vmlinuz-$KREL" ]
@@ -170,7 +144,7 @@ add_checks()
 		'[Service]' 'Type=oneshot' \
 		"ExecStart=$CHECKS" 'StandardOutput=journal+console' \
 		'[Install]' 'WantedBy=multi-user.target' > "$root$CHECKS_UNIT" &&
-	in_root systemctl enable kdev-package-checks.service systemd-networkd \
+	image_chroot "$root" systemctl enable kdev-package-checks.service systemd-networkd \
 		> "$work/systemctl.log" 2>&1 &&
 	printf '%s\n' '[Match]' "Name=$NIC" '[Link]' 'RequiredForOnline=no' \
 		'[Network]' 'ConfigureWithoutCarrier=yes' 'LinkLocalAddressing=no' \
@@ -199,7 +173,7 @@ boot()
 	timeout --foreground -k 10 "$BOOT_TIMEOUT" unshare --net -- sh -c '
 		ip tuntap add dev "$0" mode tap multi_queue &&
 		ip link set dev "$0" up && exec "$@"' "$TAP" \
-		qemu-system-x86_64 -accel tcg -m 1G -smp 2 -nographic -no-reboot \
+		qemu-system-x86_64 -accel tcg -m 2G -smp 2 -nographic -no-reboot \
 		-kernel "$1" "${initrd[@]}" \
 		-drive file="$image",format=raw,if=virtio \
 		-netdev tap,id=n0,ifname="$TAP",script=no,downscript=no,queues="$NIC_QUEUES" \
@@ -208,19 +182,13 @@ boot()
 		< /dev/null > "$3" 2>&1
 }
 
-# from_image PATH: a file of the (powered off) image
-from_image()
-{
-	debugfs -R "cat $1" "$image" 2>/dev/null
-}
-
 printf '# KTAP version 1\n'
 [ "$(id -u)" = 0 ] || skip_all "needs root (mmdebstrap, chroot, image ownership)"
 rm -rf "$work"
 mkdir -p "$work" "$root"
 
-if tar=$(base_rootfs); then
-	msg "Debian $SUITE root filesystem: $tar"
+if tar=$(image_rootfs "$cache" "$IMAGE_PACKAGES" "$work/mmdebstrap.log"); then
+	msg "Debian $IMAGE_SUITE root filesystem: $tar"
 	tar -xf "$tar" -C "$root" --numeric-owner
 	case_result $? "Debian root filesystem made with mmdebstrap"
 else
@@ -248,7 +216,7 @@ start=$SECONDS
 boot "$root/boot/vmlinuz-$KREL" "" "$work/console.log"
 rc=$?
 msg "package's kernel: QEMU ended with $rc after $((SECONDS - start)) s"
-ktap=$(from_image /kdev-package.ktap)
+ktap=$(image_cat "$image" /kdev-package.ktap)
 plan=$(sed -n 's/^1\.\.\([0-9]*\)$/\1/p' <<< "$ktap")
 results=$(grep -cE '^(not )?ok [0-9]+ ' <<< "$ktap")
 if [ "$rc" = 0 ] && [ -n "$plan" ] && [ "$results" = "$plan" ] &&
@@ -270,10 +238,10 @@ fi
 
 # The image's own kernel, as the image holds it after the removal
 start=$SECONDS
-debugfs -R "dump /boot/vmlinuz-$DEBIAN_KREL $work/own-vmlinuz" "$image" > /dev/null 2>&1
-debugfs -R "dump /boot/initrd.img-$DEBIAN_KREL $work/own-initrd" "$image" > /dev/null 2>&1
+image_dump "$image" "/boot/vmlinuz-$DEBIAN_KREL" "$work/own-vmlinuz"
+image_dump "$image" "/boot/initrd.img-$DEBIAN_KREL" "$work/own-initrd"
 boot "$work/own-vmlinuz" "$work/own-initrd" "$work/console-own.log" "$OWN_INIT"
-own=$(from_image /kdev-own-kernel)
+own=$(image_cat "$image" /kdev-own-kernel)
 msg "image's own kernel: ${own:-no answer} after $((SECONDS - start)) s"
 [ "$own" = "$DEBIAN_KREL" ] || tail_of "$work/console-own.log"
 [ "$own" = "$DEBIAN_KREL" ]

@@ -56,7 +56,10 @@ own_fragments()
 	printf '%s\n' "$KDEV_ROOT/config/guest.config"
 	case "$flavour" in
 	debug)
+		# package_install_boot packages this kernel and boots it
+		# in a Debian image
 		test_fragments kasan
+		printf '%s\n' "$KDEV_ROOT/tests/package.config"
 		;;
 	kcsan)
 		test_fragments kcsan

@@ -7,7 +7,7 @@
 # them.
 KDEV_PKG_LOCALVERSION=-adaptive-irq
 KDEV_PKG_OUT=$KDEV_OUT/package
-# package_install_boot's packages, from tests/package.config
+# package_install_boot's packages (of the debug kernel) and its image
 KDEV_PKG_TEST_OUT=$KDEV_OUT/package-test
 KDEV_PKG_TEST=host:package_install_boot
 # Debian's own configuration of the base kernel, when /boot has none
@@ -82,27 +82,44 @@ package_config()
 		"$KDEV_ROOT/config/package.config" "$version"
 }
 
-# package_build TREE CONFIG OUT: build the packages from CONFIG (a whole
-# kernel config) in OUT/build; prints the paths of the .deb files made,
-# which dpkg-buildpackage leaves in OUT.
-package_build()
+# package_debs TREE BUILD PKGS [MAKE_VAR...]: "make bindeb-pkg" of the
+# configured (and perhaps built) kernel in BUILD, with MAKE_VARs; moves the
+# packages into PKGS and prints their paths. dpkg-buildpackage leaves its
+# files in BUILD's parent.
+package_debs()
 {
-	local tree=$1 config=$2 pkgs=$3 build=$3/build start=$SECONDS
+	local tree=$1 build=$2 pkgs=$3 made=${2%/*} start=$SECONDS
+	shift 3
 
 	apt_ensure "${KDEV_PKG_APT_PACKAGES[@]}"
-	package_config "$tree" "$config" "$build"
+	mkdir -p "$pkgs"
 	rm -f "$pkgs"/*.deb "$pkgs"/*.buildinfo "$pkgs"/*.changes
 	log "building Debian packages in $build"
-	# An empty LOCALVERSION keeps setlocalversion from adding "+" for a
-	# source tree that is not a release tag.
-	kmake "$tree" "$build" LOCALVERSION= bindeb-pkg > "$build/package.log" 2>&1 ||
+	kmake "$tree" "$build" "$@" bindeb-pkg > "$build/package.log" 2>&1 ||
 		{ grep -E 'error|Error' "$build/package.log" | head -n 30 >&2
 		  tail -n 20 "$build/package.log" >&2
 		  die "make bindeb-pkg failed (full log: $build/package.log)"; }
 	# linux-libc-dev would replace Debian's C library headers
-	rm -f "$pkgs"/linux-libc-dev_*.deb
+	rm -f "$made"/linux-libc-dev_*.deb
+	if [ "$made" != "$pkgs" ]; then
+		find "$made" -maxdepth 1 \( -name '*.deb' -o -name '*.buildinfo' \
+			-o -name '*.changes' \) -exec mv -t "$pkgs" {} +
+	fi
 	log "packages built in $((SECONDS - start)) s"
 	find "$pkgs" -maxdepth 1 -name '*.deb' | sort
+}
+
+# package_build TREE CONFIG OUT: build the packages from CONFIG (a whole
+# kernel config, with the series' fragments merged in) in OUT/build;
+# prints the paths of the .deb files made, which are in OUT.
+package_build()
+{
+	local tree=$1 config=$2 pkgs=$3
+
+	package_config "$tree" "$config" "$pkgs/build"
+	# An empty LOCALVERSION keeps setlocalversion from adding "+" for a
+	# source tree that is not a release tag.
+	package_debs "$tree" "$pkgs/build" "$pkgs" LOCALVERSION=
 }
 
 # The package of the user-space tools (README.md, "Using it"); no Debian
@@ -212,8 +229,9 @@ EOF
 }
 
 # package_test RESULTS: package_install_boot (tests/package/install-boot.sh)
-# on packages of the small test config, into RESULTS/host-package.ktap. A
-# step that dies fails the test, not the whole run.
+# on packages of the debug kernel the guest ran, into
+# RESULTS/host-package.ktap. A step that dies fails the test, not the whole
+# run.
 package_test()
 {
 	local ktap=$1/host-package.ktap log=$KDEV_PKG_TEST_OUT.log rc=0
@@ -230,22 +248,17 @@ package_test()
 
 package_test_run()
 {
-	local results=$1 config=$KDEV_PKG_TEST_OUT/test.config debs deb image
-	local install=() start=$SECONDS
+	local results=$1 out=$KDEV_OUT/debug debs deb image install=()
+	local start=$SECONDS
 
 	apt_ensure mmdebstrap e2fsprogs
-	log "package_install_boot: packages of the test config, installed and booted"
-	mkdir -p "$KDEV_PKG_TEST_OUT/config"
-	if ! (cd "$KDEV_BUILD_TREE" && ARCH=x86_64 scripts/kconfig/merge_config.sh \
-		-n -O "$KDEV_PKG_TEST_OUT/config" "$KDEV_ROOT/config/guest.config" \
-		"$KDEV_ROOT/tests/package.config") > "$KDEV_PKG_TEST_OUT/config.log" 2>&1; then
-		die "cannot make the package test's config (see $KDEV_PKG_TEST_OUT/config.log)"
-	fi
-	cp "$KDEV_PKG_TEST_OUT/config/.config" "$config"
-	check_fragments "$config" "$KDEV_ROOT/tests/package.config"
+	log "package_install_boot: packages of the debug kernel, installed and booted"
+	# The debug kernel is built with tests/package.config, so packaging it
+	# adds no compile; its release (-kdev+) keeps it apart from Debian's.
+	check_fragments "$out/.config" "$KDEV_ROOT/tests/package.config"
 	# A build failure is the test's failure, not the run's
-	if ! debs=$(package_build "$KDEV_BUILD_TREE" "$config" "$KDEV_PKG_TEST_OUT"); then
-		printf '%s\n' "# # see $KDEV_PKG_TEST_OUT/build/package.log" \
+	if ! debs=$(package_debs "$KDEV_BUILD_TREE" "$out" "$KDEV_PKG_TEST_OUT"); then
+		printf '%s\n' "# # see $out/package.log" \
 			"# not ok 1 packages built with make bindeb-pkg" \
 			"not ok 1 selftests: ${KDEV_PKG_TEST/:/: }" > "$results/host-package.ktap"
 		return 0

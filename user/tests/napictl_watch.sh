@@ -18,6 +18,8 @@
 #                      the timeout
 #   watch_held         the long timeout: watch says they were held off,
 #                      and does not warn about the gap
+#   watch_stale_report watch says a report is old when the server has
+#                      ended STALE_S before, and not while it runs
 #
 # usage: napictl_watch.sh (env: USER_BUILD, the build directory of user/;
 # KSFT_DIR, an installed kselftest tree with net/; VIRTIO_NET_NICS)
@@ -50,6 +52,9 @@ LONG_TIMEOUT=1000000000
 WARMUP_S=3
 WATCH_S=6
 LIMIT_S=300
+# napictl calls a report older than 5 s stale (the library rewrites it at
+# most every 2 s while epoll_wait() returns)
+STALE_S=7
 
 setup()
 {
@@ -171,12 +176,24 @@ watch_held()
 		! grep -q 'near or above' <<< "$long_watch"
 }
 
+watch_stale_report()
+{
+	local stale
+
+	sleep "$STALE_S"
+	stale=$(ip netns exec "$NSSV" "${NAPICTL[@]}" watch "$SV_DEV" 1 \
+		--stats "$(report_file long)" 2>&1)
+	while read -r line; do ktap_print_msg "  $line"; done <<< "$stale"
+	grep -q 'report was last written' <<< "$stale" &&
+		! grep -q 'report was last written' <<< "$short_watch$long_watch"
+}
+
 short_ok=1
 long_ok=1
 ktap_print_header
 trap pair_cleanup EXIT
 setup || ktap_exit_fail_msg "set-up failed"
-ktap_set_plan 3
+ktap_set_plan 4
 run short "$SHORT_TIMEOUT" || short_ok=0
 short_watch=$WATCH
 gap_ok short || short_ok=0
@@ -187,4 +204,5 @@ gap_ok long || long_ok=0
 ktap_test_result batch_report_gap batch_report_gap
 ktap_test_result watch_not_held watch_not_held
 ktap_test_result watch_held watch_held
+ktap_test_result watch_stale_report watch_stale_report
 ktap_finished

@@ -18,6 +18,7 @@
 
 for f in net/lib.sh net/busy_poll_lib.sh net/lib/ynl/cli.py; do
 	if [ ! -f "$KSFT_DIR/$f" ]; then
+		ktap_print_header
 		ktap_skip_all "$KSFT_DIR/$f not installed (the net kselftests)"
 		exit "$KSFT_SKIP"
 	fi
