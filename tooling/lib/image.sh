@@ -6,20 +6,21 @@
 
 IMAGE_SUITE=bookworm
 
-# image_rootfs CACHE PACKAGES LOG: a tarball of a minimal Debian root
-# filesystem with PACKAGES (comma-separated), made with mmdebstrap (its
-# output in LOG) and kept in CACHE, which holds one package list at a time;
-# prints its path.
+# image_rootfs CACHE PACKAGES LOG [OPTION...]: a tarball of a minimal
+# Debian root filesystem with PACKAGES (comma-separated), made with
+# mmdebstrap and its OPTIONs (its output in LOG) and kept in CACHE, which
+# holds one such tarball at a time; prints its path.
 image_rootfs()
 {
 	local cache=$1 packages=$2 log=$3 tar
+	shift 3
 
-	tar=$cache/$IMAGE_SUITE-$(echo "$packages" | sha256sum | cut -c1-12).tar
+	tar=$cache/$IMAGE_SUITE-$(echo "$packages${*:+ $*}" | sha256sum | cut -c1-12).tar
 	if [ ! -s "$tar" ]; then
 		rm -f "$cache/$IMAGE_SUITE"-*.tar
 		mkdir -p "$cache"
 		mmdebstrap --quiet --mode=root --variant=minbase --format=tar \
-			--include="$packages" "$IMAGE_SUITE" "$tar.tmp" \
+			--include="$packages" "$@" "$IMAGE_SUITE" "$tar.tmp" \
 			> "$log" 2>&1 || return 1
 		mv "$tar.tmp" "$tar"
 	fi

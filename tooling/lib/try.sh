@@ -9,8 +9,10 @@
 
 KDEV_TRY_DIR=$KDEV_CACHE/try
 # What a small Debian server has, and what "Using it" runs: sudo, man,
-# ssh to reach it, curl to load it
-KDEV_TRY_PACKAGES=linux-image-amd64,kmod,iproute2,ethtool,procps,python3,python3-yaml,systemd-sysv,udev,dbus,openssh-server,sudo,man-db,less,curl,ca-certificates
+# ssh to reach it, curl to load it. Not python3-yaml: apt installs it
+# with the tools package, as on a user's machine, from the package lists
+# the image keeps.
+KDEV_TRY_PACKAGES=linux-image-amd64,kmod,iproute2,ethtool,procps,python3,systemd-sysv,udev,dbus,openssh-server,sudo,man-db,less,curl,ca-certificates
 KDEV_TRY_SSH_PORT=${KDEV_TRY_SSH_PORT:-10022}
 KDEV_TRY_HOSTNAME=kdev-try
 
@@ -37,7 +39,7 @@ try_image()
 	local root=$KDEV_TRY_DIR/root tar key=$KDEV_TRY_DIR/id_ed25519
 
 	tar=$(image_rootfs "$KDEV_CACHE/try-image" "$KDEV_TRY_PACKAGES" \
-		"$KDEV_TRY_DIR/mmdebstrap.log") ||
+		"$KDEV_TRY_DIR/mmdebstrap.log" --skip=cleanup/apt/lists) ||
 		die "mmdebstrap failed (see $KDEV_TRY_DIR/mmdebstrap.log)"
 	rm -rf "$root"
 	mkdir -p "$root"
