@@ -617,16 +617,20 @@ target_link()
 # target_up KEY: bring it up, trying again where a fault made it fail
 target_up()
 {
-	local i
+	local i expected=OK
 
 	ns_ip "${T_NS[$1]}"
+	# In this namespace udev renames a new device (eth0 to eniNp1) at a
+	# time of its own, also between target_name and ip: ENODEV then,
+	# and the next try takes the new name.
+	[ "${T_NS[$1]}" = - ] && expected="OK ENODEV"
 	for ((i = 0; i < 20; i++)); do
-		# udev may have renamed it meanwhile (this namespace)
 		target_name "$1"
-		run_cmd link_up OK ip "${NSIP[@]}" link set dev "${T_DEV[$1]}" up
+		run_cmd link_up "$expected" ip "${NSIP[@]}" link set dev "${T_DEV[$1]}" up
 		[ "$RESULT" = OK ] && return 0
 		nap 0.5
 	done
+	record_error LINK_UP "${T_DEV[$1]}: not up after $i tries"
 	return 1
 }
 
