@@ -173,7 +173,7 @@ boot()
 	timeout --foreground -k 10 "$BOOT_TIMEOUT" unshare --net -- sh -c '
 		ip tuntap add dev "$0" mode tap multi_queue &&
 		ip link set dev "$0" up && exec "$@"' "$TAP" \
-		qemu-system-x86_64 -accel tcg -m 2G -smp 2 -nographic -no-reboot \
+		"${IMAGE_QEMU[@]}" -nographic -no-reboot \
 		-kernel "$1" "${initrd[@]}" \
 		-drive file="$image",format=raw,if=virtio \
 		-netdev tap,id=n0,ifname="$TAP",script=no,downscript=no,queues="$NIC_QUEUES" \

@@ -5,6 +5,13 @@
 # source this file alone.
 
 IMAGE_SUITE=bookworm
+# How an image boots: QEMU's q35 machine, whose ACPI tables route PCI
+# interrupts from a static table. The default i440FX machine computes its
+# _PRT in an AML loop that the debug kernel, under TCG, takes 20 s and more
+# to run for every PCI device it enables: soft lockups, and ACPI's
+# AE_AML_LOOP_TIMEOUT, which leaves the device without its interrupt.
+# shellcheck disable=SC2034 # used by the files that source this one
+IMAGE_QEMU=(qemu-system-x86_64 -machine q35 -accel tcg -m 2G -smp 2)
 
 # image_rootfs CACHE PACKAGES LOG [OPTION...]: a tarball of a minimal
 # Debian root filesystem with PACKAGES (comma-separated), made with

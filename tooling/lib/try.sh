@@ -74,7 +74,7 @@ try_boot()
 	rm -f "$KDEV_TRY_DIR/initrd"
 	image_dump "$image" "/boot/initrd.img-$krel" "$KDEV_TRY_DIR/initrd" &&
 		initrd=(-initrd "$KDEV_TRY_DIR/initrd")
-	qemu-system-x86_64 -accel tcg -m 2G -smp 2 -display none -no-reboot \
+	"${IMAGE_QEMU[@]}" -display none -no-reboot \
 		-kernel "$KDEV_TRY_DIR/vmlinuz" "${initrd[@]}" \
 		-drive file="$image",format=raw,if=virtio \
 		-netdev user,id=n0,hostfwd=tcp:127.0.0.1:"$KDEV_TRY_SSH_PORT"-:22 \
