@@ -109,5 +109,5 @@ cmd_try()
 		try_boot "$krel" || break
 		log "the VM rebooted"
 	done
-	log "the VM powered off; ./kdev try starts a new one"
+	log "the VM powered off and is gone; run ./kdev try again for a new one"
 }
