@@ -50,7 +50,7 @@
 #   no_irq_left_disabled   no interrupt with a handler disabled that was
 #                          not before the run (GENERIC_IRQ_DEBUGFS), and
 #                          every /proc/irq/N/soft_moderation off
-#   gsim_lists_empty       no interrupt held back (IRQD_IRQ_MODERATED),
+#   gsim_lists_empty       no interrupt held back (IRQS_MODERATED),
 #                          every CPU's delay 0 and nothing deferred any
 #                          more in /proc/irq/soft_moderation/stats
 #   devices_gone           every netdevsim device the run made is gone,
@@ -139,7 +139,7 @@ declare -A KNOB_MAX=([delay_us]=500 [target_intr_rate]=50000000
 		     [hardirq_percent]=100 [update_ms]=100 [scale_cpus]=1000)
 declare -A KNOB_DEFAULT=([delay_us]=0 [target_intr_rate]=0
 			 [hardirq_percent]=0 [update_ms]=5 [scale_cpus]=150)
-STATS_HEADER="cpu global_rate local_rate active_cpus hardirq_percent delay_ns rate_high time_high timers deferred replayed held empty off_rate"
+STATS_HEADER="cpu global_rate local_rate active_cpus hardirq_percent delay_ns rate_high time_high timers deferred replayed held empty off_rate handled"
 
 WORKERS=(netlink epoll receivers reconfig gsim hotplug)
 WORKER_PIDS=()
@@ -773,7 +773,7 @@ faults_injected()
 
 # irq_states: one line per interrupt: IRQ, has a handler (0/1), disabled
 # (IRQD_IRQ_DISABLED or a disable depth), depth, held back by GSIM
-# (IRQD_IRQ_MODERATED), GSIM switch on (_IRQ_SW_MODERATION)
+# (IRQS_MODERATED), GSIM switch on (_IRQ_SW_MODERATION)
 irq_states()
 {
 	awk 'function out() {
@@ -790,7 +790,7 @@ irq_states()
 	     }
 	     /^ddepth:/ { depth = $2 }
 	     /^ +IRQD_IRQ_DISABLED$/ { dis = 1 }
-	     /^ +IRQD_IRQ_MODERATED$/ { mod = 1 }
+	     /^ +IRQS_MODERATED$/ { mod = 1 }
 	     /^ +_IRQ_SW_MODERATION$/ { sw = 1 }
 	     END { if (irq != "") out() }' "$IRQ_DFS"/* 2> /dev/null
 }
@@ -1682,7 +1682,7 @@ check_irqs()
 }
 
 # check_gsim_lists: the stats file has no list length: a descriptor is on
-# a CPU's list exactly while it is marked IRQD_IRQ_MODERATED, which
+# a CPU's list exactly while it is marked IRQS_MODERATED, which
 # debugfs shows. With delay_us back at 0 every CPU's delay must be 0,
 # and the CPU rows' timers, deferred and held must not move any more.
 check_gsim_lists()
@@ -1709,7 +1709,7 @@ check_gsim_lists()
 	[ -d "$IRQ_DFS" ] || { msg "no $IRQ_DFS: held-back interrupts not looked for"; return "$bad"; }
 	while read -r irq _ _ depth mod _; do
 		[ "$mod" = 1 ] || continue
-		msg "IRQ $irq still held back by GSIM (IRQD_IRQ_MODERATED, depth $depth)"
+		msg "IRQ $irq still held back by GSIM (IRQS_MODERATED, depth $depth)"
 		bad=1
 	done < <(irq_states_twice)
 	return "$bad"

@@ -45,8 +45,7 @@ test_fragments()
 {
 	printf '%s\n' "$KDEV_ROOT/config/debug.config" \
 		"$KDEV_ROOT/config/$1.config" "$KDEV_KUNIT_CONFIG" \
-		"$KDEV_ROOT/user/tests/config" "$KDEV_ROOT/tests/stress/config" \
-		"$KDEV_ROOT/tests/gsim-flood.config"
+		"$KDEV_ROOT/user/tests/config" "$KDEV_ROOT/tests/stress/config"
 }
 
 # own_fragments FLAVOUR: the repo's fragments for a flavour.

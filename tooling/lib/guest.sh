@@ -117,10 +117,63 @@ guest_accel()
 	cat "$state"
 }
 
+# The GSIM flood (../shared/GSIM-FLOOD.md): an ivshmem-doorbell device on
+# a socket chardev with the id gsim-flood. Its server is a host process,
+# ivshmem_flood from the kselftests of the kernel that boots, which hands
+# QEMU the shared memory and an eventfd per MSI-X vector and rings the
+# vectors at the rate the guest asks for. QEMU reads the server's set-up
+# when it creates the device, so the server listens before QEMU starts;
+# it ends when QEMU closes the socket. Without the program (kselftests not
+# built), the device is left out of the guest.
+KDEV_FLOOD_CHARDEV=gsim-flood
+KDEV_FLOOD_START_TIMEOUT=10
+
+# guest_flood_socket QEMU_OPTS: the socket path of the flood's chardev
+guest_flood_socket()
+{
+	{ grep -o -- "-chardev socket,id=$KDEV_FLOOD_CHARDEV,path=[^ ,]*" <<< "$1" || true; } |
+		sed 's/.*,path=//'
+}
+
+# guest_flood_vectors QEMU_OPTS: the MSI-X vectors of the flood's device
+guest_flood_vectors()
+{
+	grep -o -- "-device ivshmem-doorbell,[^ ]*" <<< "$1" |
+		grep -e "chardev=$KDEV_FLOOD_CHARDEV\(,\|\$\)" |
+		grep -o 'vectors=[0-9]*' | cut -d= -f2
+}
+
+# guest_flood_drop QEMU_OPTS: the options without the flood's two
+guest_flood_drop()
+{
+	sed -e "s/-chardev socket,id=$KDEV_FLOOD_CHARDEV,[^ ]* *//" \
+	    -e "s/-device ivshmem-doorbell,[^ ]*chardev=${KDEV_FLOOD_CHARDEV}[^ ]* *//" <<< "$1"
+}
+
+# guest_flood_start OUT SOCKET VECTORS: start the flooder of OUT's
+# kselftests on SOCKET, in the background, its output in SOCKET.log, and
+# wait until it listens; sets GUEST_FLOOD_PID
+guest_flood_start()
+{
+	local prog=$1/kselftest_install/irq_moderation/ivshmem_flood sock=$2 i
+
+	mkdir -p "$(dirname "$sock")"
+	rm -f "$sock"
+	"$prog" "$sock" "$3" > "$sock.log" 2>&1 &
+	GUEST_FLOOD_PID=$!
+	for ((i = 0; i < KDEV_FLOOD_START_TIMEOUT * 10; i++)); do
+		grep -q '^listening' "$sock.log" 2>/dev/null && return 0
+		kill -0 "$GUEST_FLOOD_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill "$GUEST_FLOOD_PID" 2>/dev/null
+	return 1
+}
+
 # guest_vng OUT ARGS...: virtme-ng on the kernel in build directory OUT.
 guest_vng()
 {
-	local out=$1 qopts taps accel=()
+	local out=$1 qopts taps accel=() sock rc=0
 	shift
 
 	qopts=$(guest_qemu_opts)
@@ -137,13 +190,28 @@ guest_vng()
 		guest_tap_network "${taps[@]}" ||
 			die "cannot create the guest's taps ${taps[*]}"
 	fi
+	sock=$(guest_flood_socket "$qopts")
+	if [ -n "$sock" ] &&
+	   [ ! -x "$out/kselftest_install/irq_moderation/ivshmem_flood" ]; then
+		warn "no ivshmem_flood in $out/kselftest_install: the guest has no GSIM flood device"
+		qopts=$(guest_flood_drop "$qopts")
+	elif [ -n "$sock" ]; then
+		guest_flood_start "$out" "$sock" "$(guest_flood_vectors "$qopts")" ||
+			die "the GSIM flood's server did not start (see $sock.log)"
+	fi
 	[ "$(guest_accel "$out")" = kvm ] || accel=(--disable-kvm)
 	# vng runs virtme-run and friends from PATH
 	PATH="$KDEV_VENV/bin:$PATH" "$KDEV_VENV/bin/vng" --run "$out" \
 		--disable-microvm "${accel[@]}" \
 		--cpus "$KDEV_GUEST_CPUS" --memory "$KDEV_GUEST_MEM" \
 		--rodir="$KDEV_CACHE" \
-		${qopts:+--qemu-opts="$qopts"} "$@"
+		${qopts:+--qemu-opts="$qopts"} "$@" || rc=$?
+	# QEMU closed the socket; the server ends by itself, or now
+	if [ -n "$sock" ] && [ -n "${GUEST_FLOOD_PID:-}" ]; then
+		kill "$GUEST_FLOOD_PID" 2>/dev/null
+		wait "$GUEST_FLOOD_PID" || true
+	fi
+	return "$rc"
 }
 
 # guest_exec OUT RESULTS LOG CMD...: run CMD in the guest, non-interactively,
