@@ -1,4 +1,6 @@
 # shellcheck shell=bash
+# The variables set here are used by the commands that source this file:
+# shellcheck disable=SC2034
 # Paths, logging and host set-up shared by every kdev command.
 #
 # Everything that is big or machine-local lives in $KDEV_CACHE, outside the
