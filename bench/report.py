@@ -8,8 +8,8 @@ RAW_DIR holds what the guest recorded: per point, the client's or fio's
 JSON output and /proc snapshots at both ends of the measured window.
 Every figure here is worked out from those; each table cell is the median
 of the runs with [min-max] after it. RESULTS_DIR gets suspend.md,
-memcached.md, memcached-pinning.md, gsim.md, README.md (all of them),
-suspend.png, memcached.png, gsim.png and data.json.
+memcached.md, memcached-pinning.md, gsim.md, flood.md, README.md (all of
+them), suspend.png, memcached.png, gsim.png, flood.png and data.json.
 With --readme, the part of README.md between the bench markers is replaced
 by the new README.md, with links made relative to README.md.
 """
@@ -683,6 +683,323 @@ def gsim_chart(path, meta, modes, depths, agg, plt):
     fig.savefig(path, dpi=90)
 
 
+# ---------------------------------------------------------------- GSIM flood
+
+FLOOD_METRICS = ["rung_s", "intr_s", "runs_s", "timer_s", "replay_s", "held_s",
+                 "empty_s", "hardirq_pct", "spin_s", "delay_us", "window_us",
+                 "p50_us", "p99_us", "ping_lost"]
+FLOOD_WINDOW_METRICS = FLOOD_METRICS[:-3]
+
+# What a window cost in interrupts (the held arrival that masks the
+# source, the timer's), so the arrivals per window at which fixed mode
+# breaks even: before the series' section 3, and after it
+WINDOW_COST_BEFORE = 3
+WINDOW_COST_AFTER = 2
+# adaptive within this share of a reachable target
+TARGET_TOLERANCE = 0.10
+
+
+def flood_window(path):
+    """The rates of one window of the flood (measure in flood.sh), per
+    second of the guest's clock."""
+    w = load_json(path)
+    d = {k: w["end"][k] - w["start"][k] for k in w["start"]}
+    secs = d["guest_us"] / 1e6
+    spin = w.get("spin") or {}
+    return {
+        "rung_s": d["rung"] / secs,
+        # What the CPUs took: handler runs, less those GSIM's timer ran
+        # (no interrupt of their own), plus arrivals while held back and
+        # the timer expiries
+        "intr_s": (d["runs"] - d["handled"] + d["held"] + d["windows"]) / secs,
+        "runs_s": d["runs"] / secs,
+        "timer_s": d["windows"] / secs,
+        # handler runs not raised by the device: replays at the release
+        # and runs by the timer
+        "replay_s": (d["replayed"] + d["handled"]) / secs,
+        "held_s": d["held"] / secs,
+        "empty_s": d["empty"] / secs,
+        "hardirq_pct": 100 * d["irq_ticks"] / d["cpu_ticks"] if d["cpu_ticks"] else NAN,
+        "spin_s": spin.get("loops_s") or NAN,
+        "delay_us": w["end"]["delay_ns"] / 1e3,
+        "delay_start_us": w["start"]["delay_ns"] / 1e3,
+        # delay plus the timer's latency
+        "window_us": d["window_ns"] / d["windows"] / 1e3 if d["windows"] else NAN,
+    }
+
+
+def flood_point(point, meta):
+    out = flood_window(f"{point}/window.json")
+    ping = load_json(f"{point}/ping.json")
+    out.update(p50_us=ping["p50_us"], p99_us=ping["p99_us"], ping_lost=ping["lost"])
+    return out
+
+
+def flood_runs(base, name):
+    """[window rates] of BASE/REP/NAME over the reps there."""
+    reps = sorted(os.listdir(base), key=int) if os.path.isdir(base) else []
+    return [flood_window(f"{base}/{r}/{name}") for r in reps
+            if os.path.exists(f"{base}/{r}/{name}")]
+
+
+def flood_collect(raw):
+    meta = load_json(f"{raw}/meta.json")
+    modes, rates = meta["modes"].split(), meta["rates"].split()
+    points = collect_points(raw, modes, rates, flood_point, meta)
+    alone = flood_runs(f"{raw}/alone", "window.json")
+    drop = {}
+    for mode in ("off", "adaptive"):
+        for name in ("first", "later"):
+            runs = flood_runs(f"{raw}/drop/{mode}", f"{name}.json")
+            if runs:
+                drop[(mode, name)] = runs
+    return meta, modes, rates, points, alone, drop
+
+
+def flood_mode_text(mode, meta=None):
+    """A mode's name in the table (with META, adaptive's target too)."""
+    if mode.startswith("fixed"):
+        return f"fixed {mode[len('fixed'):]} us"
+    if mode == "adaptive" and meta:
+        return f"adaptive, target {meta['target']}/s"
+    return mode
+
+
+def rate_cell(s):
+    """A rate's median and [min-max] of the runs, per second."""
+    return f"{s['median']:.0f}/s [{s['min']:.0f}–{s['max']:.0f}]"
+
+
+def flood_table(meta, modes, rates, agg):
+    rows = []
+    for rate in rates:
+        for mode in modes:
+            a = agg.get((mode, rate))
+            if not a:
+                continue
+            rows.append([rate, flood_mode_text(mode, meta), cell(a["rung_s"], "{:.0f}"),
+                         cell(a["intr_s"], "{:.0f}"), cell(a["timer_s"], "{:.0f}"),
+                         cell(a["replay_s"], "{:.0f}"), cell(a["held_s"], "{:.0f}"),
+                         cell(a["hardirq_pct"], "{:.1f}"), cell(a["p50_us"], "{:.0f}"),
+                         cell(a["p99_us"], "{:.0f}"), cell(a["spin_s"], "{:.0f}"),
+                         # not updated while moderation is off
+                         "–" if mode == "off" else cell(a["delay_us"], "{:.0f}")])
+    return md_table(["offered/s", "mode", "rung/s", "interrupts/s", "timers/s",
+                     "replays/s", "held back/s", f"CPU {meta['flood_cpu']} hardirq %",
+                     "ping p50 (us)", "ping p99 (us)", "spin loops/s",
+                     "delay (us)"], rows)
+
+
+def break_even(modes, rates, agg, mode):
+    """The lowest offered rate at which MODE counts fewer interrupts than
+    off (medians), and the rung below it; None where none does."""
+    below = None
+    for rate in rates:
+        m, o = agg.get((mode, rate)), agg.get(("off", rate))
+        if not (m and o):
+            continue
+        if m["intr_s"]["median"] < o["intr_s"]["median"]:
+            return rate, below
+        below = rate
+    return None
+
+
+def flood_target_lines(meta, rates, agg):
+    target, peak = meta["target"], str(meta["peak_offered"])
+    if not meta["reachable"]:
+        a, o = agg.get(("adaptive", peak)), agg.get(("off", peak))
+        line = (f"- no target below off is reachable: in the calibration, fixed "
+                f"{meta['max_delay_us']} us counted {meta['floor_rate']}/s at the "
+                f"peak ({meta['peak_offered']}/s offered) against "
+                f"{meta['peak_taken']}/s off; adaptive's target {target}/s lies "
+                "above off")
+        if a and o:
+            line += (f", and it took {a['intr_s']['median']:.0f}/s = "
+                     f"{med_ratio(a, o, 'intr_s'):.2f} of off there")
+        return [line]
+    lines, light = [], []
+    for rate in rates:
+        a, o = agg.get(("adaptive", rate)), agg.get(("off", rate))
+        if not (a and o):
+            continue
+        if o["intr_s"]["median"] <= target:
+            light.append(f"{rate}/s {med_ratio(a, o, 'intr_s'):.2f}")
+            continue
+        got = a["intr_s"]["median"] / target
+        lines.append(f"- offered {rate}/s: adaptive {a['intr_s']['median']:.0f}/s "
+                     f"= {got:.2f} of the target {target}/s (off "
+                     f"{o['intr_s']['median']:.0f}/s), "
+                     f"{'within' if abs(got - 1) <= TARGET_TOLERANCE else 'not within'} "
+                     f"{TARGET_TOLERANCE:.0%}; delay {a['delay_us']['median']:.0f} us")
+    if light:
+        lines.append("- where off takes no more than the target, adaptive/off "
+                     "interrupts: " + ", ".join(light))
+    return lines
+
+
+def flood_drop_lines(meta, drop):
+    agg = aggregate(drop, FLOOD_WINDOW_METRICS + ["delay_start_us"])
+    lines = []
+    for name, what in (("first", "in the second after the drop"),
+                       ("later", f"in the {meta['drop_later_secs']} s after that")):
+        a, o = agg.get(("adaptive", name)), agg.get(("off", name))
+        if not (a and o):
+            continue
+        r = med_ratio(a, o, "intr_s")
+        lines.append(f"- load drop ({meta['peak_offered']}/s offered to "
+                     f"{meta['drop_rate']}/s), {what}: adaptive "
+                     f"{rate_cell(a['intr_s'])} against off "
+                     f"{rate_cell(o['intr_s'])} = {r:.2f} of off "
+                     f"({'above' if r > 1 else 'not above'} off), timers "
+                     f"{a['timer_s']['median']:.0f}/s, held back "
+                     f"{a['held_s']['median']:.0f}/s" +
+                     (f"; adaptive's delay at the drop "
+                      f"{a['delay_start_us']['median']:.0f} us" if name == "first" else ""))
+    return {f"{m} {n}": v for (m, n), v in agg.items()}, lines
+
+
+def flood_break_even_lines(meta, modes, rates, agg):
+    lines = []
+    for mode in modes:
+        if not mode.startswith("fixed"):
+            continue
+        delay = int(mode[len("fixed"):])
+        # NaN where a point had no window
+        windows = [agg[(mode, r)]["window_us"]["median"] for r in rates
+                   if (mode, r) in agg and agg[(mode, r)]["window_us"]["median"] > 0]
+        model = (f"model: {WINDOW_COST_BEFORE * 1e6 / delay:.0f}/s before section 3 "
+                 f"(a window cost {WINDOW_COST_BEFORE} interrupts, so it paid from "
+                 f"{WINDOW_COST_BEFORE} arrivals per window), "
+                 f"{WINDOW_COST_AFTER * 1e6 / delay:.0f}/s after it (cost "
+                 f"{WINDOW_COST_AFTER})")
+        if windows:
+            w = statistics.median(windows)
+            model += (f"; with the measured mean window of {w:.0f} us (the delay "
+                      f"plus the timer's latency) {WINDOW_COST_BEFORE * 1e6 / w:.0f}/s "
+                      f"before, {WINDOW_COST_AFTER * 1e6 / w:.0f}/s after")
+        found = break_even(modes, rates, agg, mode)
+        if found:
+            rate, below = found
+            off = agg[("off", rate)]["intr_s"]["median"]
+            measured = (f"measured: from {rate}/s offered (off takes {off:.0f}/s "
+                        f"there, fixed {agg[(mode, rate)]['intr_s']['median']:.0f}/s)"
+                        + (f", not yet at {below}/s" if below else
+                           ", the lowest rate offered"))
+        else:
+            measured = (f"measured: fixed {delay} us counts no fewer interrupts "
+                        f"than off at any offered rate up to {rates[-1]}/s")
+        lines.append(f"- break-even of fixed {delay} us, {measured}; {model}")
+    return lines
+
+
+def flood_summary(meta, modes, rates, agg, alone, drop):
+    lines = flood_target_lines(meta, rates, agg)
+    drop_agg, drop_lines = flood_drop_lines(meta, drop)
+    lines += drop_lines + flood_break_even_lines(meta, modes, rates, agg)
+    peak = rates[-1]
+    if alone:
+        al = aggregate({"alone": alone}, ["spin_s", "hardirq_pct"])["alone"]
+        parts = [f"{flood_mode_text(m)} {ratio(agg[(m, peak)]['spin_s']['median'], al['spin_s']['median']):.2f}"
+                 for m in modes if (m, peak) in agg]
+        lines.append(f"- spin at {peak}/s offered, of its {al['spin_s']['median']:.0f} "
+                     "loops/s without the flood: " + ", ".join(parts))
+    o = agg.get(("off", peak))
+    if o:
+        parts = [f"{flood_mode_text(m)} {med_ratio(agg[(m, peak)], o, 'p99_us'):.2f}"
+                 for m in modes if m != "off" and (m, peak) in agg]
+        lines.append(f"- ping p99 at {peak}/s offered, of off's "
+                     f"{o['p99_us']['median']:.0f} us: " + ", ".join(parts))
+    lost = sum(run for (m, r), a in agg.items() for run in a["ping_lost"]["runs"])
+    if lost:
+        lines.append(f"- pings lost (no event within 100 ms): {lost:.0f}")
+    return drop_agg, "\n".join(lines) + "\n"
+
+
+def flood_chart(path, meta, modes, rates, agg, alone, plt):
+    fig, axes = plt.subplots(2, 2, figsize=(13, 9))
+    xs = [int(r) for r in rates]
+    metrics = (("intr_s", "interrupts/s the CPU took"),
+               ("hardirq_pct", f"CPU {meta['flood_cpu']} hardirq %"),
+               ("p99_us", "ping p99, doorbell to event (us)"),
+               ("spin_s", f"spin loops/s on CPU {meta['flood_cpu']}"))
+    for mode in modes:
+        for ax, (metric, _) in zip(axes.flat, metrics):
+            spreads = [agg.get((mode, r), {}).get(metric) for r in rates]
+            med = [s["median"] if s else NAN for s in spreads]
+            err = [[s["median"] - s["min"] if s else 0 for s in spreads],
+                   [s["max"] - s["median"] if s else 0 for s in spreads]]
+            ax.errorbar(xs, med, yerr=err, marker="o", capsize=2,
+                        label=flood_mode_text(mode, meta))
+    axes[0, 0].axhline(meta["target"], color="black", linestyle=":",
+                       label="adaptive target")
+    axes[0, 0].plot(xs, xs, color="grey", linestyle="--", linewidth=0.8,
+                    label="offered")
+    if alone:
+        axes[1, 1].axhline(statistics.median(run["spin_s"] for run in alone),
+                           color="black", linestyle=":", label="without the flood")
+    for ax, (_, title) in zip(axes.flat, metrics):
+        ax.set_xscale("log")
+        ax.set_xticks(xs)
+        ax.set_xticklabels(rates)
+        ax.minorticks_off()
+        ax.set_xlabel("offered doorbells/s, one CPU")
+        ax.set_title(title)
+        ax.grid(alpha=0.3)
+    axes[0, 0].legend(fontsize=8)
+    axes[1, 1].legend(fontsize=8)
+    fig.suptitle("GSIM flood: ivshmem-doorbell MSI-X vector on one vCPU, "
+                 f"medians of {meta['reps']} runs (bars: min-max)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+
+
+def flood_section(raw, results, plt):
+    """The flood's table, chart and README text."""
+    meta, modes, rates, points, alone, drop = flood_collect(raw)
+    agg = aggregate(points, FLOOD_METRICS)
+    table = flood_table(meta, modes, rates, agg)
+    drop_agg, summary = flood_summary(meta, modes, rates, agg, alone, drop)
+    with open(f"{results}/flood.md", "w", encoding="utf-8") as f:
+        f.write(table)
+    flood_chart(f"{results}/flood.png", meta, modes, rates, agg, alone, plt)
+    data = {"meta": meta, "points": {f"{m} {r}": v for (m, r), v in agg.items()},
+            "drop": drop_agg}
+    if alone:
+        data["alone"] = aggregate({"alone": alone}, FLOOD_WINDOW_METRICS)["alone"]
+    cpu = meta["flood_cpu"]
+    text = ["### GSIM flood", "",
+            "QEMU's ivshmem-doorbell device, its MSI-X vectors taken through "
+            "vfio-pci (no-IOMMU) by the irq_moderation selftest's `flood_guest`; "
+            f"the host's `ivshmem_flood` rings vector 0 at the offered rate, "
+            f"all vectors target CPU {cpu}. {meta['secs']} s per run, "
+            f"{meta['reps']} runs, modes and rates interleaved. Calibration with "
+            f"moderation off: the peak is {meta['peak_taken']}/s taken at "
+            f"{meta['peak_offered']}/s offered (of {meta['calibrate_rates'].replace(' ', ', ')}/s), "
+            "the top of the ladder; the adaptive target (delay_us "
+            f"{meta['max_delay_us']}, no hardirq_percent) lies halfway between "
+            f"that and fixed {meta['max_delay_us']} us's count there "
+            f"({meta['floor_rate']}/s). rung/s: doorbells the host rang; "
+            "interrupts/s: what the CPU took, the vectors' handler runs less "
+            "those GSIM's timer ran, plus arrivals while held back and timer "
+            "expiries; timers/s: those expiries; replays/s: handler runs the "
+            "device did not raise (replays at the release and runs by the "
+            "timer); held back/s: arrivals while held back. hardirq % and "
+            f"spin: CPU {cpu}'s hard interrupt time and the loops/s of "
+            f"`flood_guest spin` on CPU {cpu}, over the window. ping: "
+            f"{meta['ping_count']} doorbells the guest rings on vector "
+            f"{meta['ping_vector']}, {meta['ping_gap_us']} us apart, each timed "
+            "to its eventfd's event, after the window with the flood still on: "
+            "a sparse source on the flooded CPU, whose own arrival is never "
+            f"held back. delay: CPU {cpu}'s delay_ns in soft_moderation/stats "
+            "at the end of the window. The load drop: the flood at the peak, "
+            "then at half the target, with moderation off and adaptive in turn; "
+            "the break-even: the lowest offered rate at which fixed mode counts "
+            "fewer interrupts than off, side by side in this run.", "",
+            table, "Ratios (medians):", "", summary,
+            "![GSIM flood](flood.png)", ""]
+    return data, text
+
+
 # ---------------------------------------------------------------- output
 
 README_BEGIN = "<!-- bench:begin -->"
@@ -762,6 +1079,9 @@ def main():
                        f"hardirq_percent is {meta['protect_percent']}, half of CPU 0's "
                        f"hardirq time with moderation off ({meta['protect_share']}%), "
                        "with no rate target.", "", protect_text]
+    if os.path.exists(f"{args.raw}/flood/meta.json"):
+        data["flood"], text = flood_section(f"{args.raw}/flood", args.results, plt)
+        readme += text
     if not data:
         sys.exit(f"nothing to report in {args.raw}")
     with open(f"{args.results}/data.json", "w", encoding="utf-8") as f:
@@ -772,7 +1092,7 @@ def main():
     print(text)
     if args.readme:
         rel = os.path.relpath(args.results, os.path.dirname(os.path.abspath(args.readme)))
-        for name in ("suspend.png", "memcached.png", "gsim.png"):
+        for name in ("suspend.png", "memcached.png", "gsim.png", "flood.png"):
             text = text.replace(f"]({name})", f"]({rel}/{name})")
         splice_readme(args.readme, text)
 

@@ -47,7 +47,7 @@ PROTECT_PERCENT=50
 # set_mode MODE IRQ...: moderation settings and per-IRQ switches.
 set_mode()
 {
-	local mode=$1 irq sw=on
+	local mode=$1 sw=on
 	shift
 
 	case "$mode" in
@@ -80,18 +80,7 @@ set_mode()
 		set_knobs 1 50000000 0
 		;;
 	esac
-	for irq in "$@"; do
-		echo "$sw" > "/proc/irq/$irq/soft_moderation"
-	done
-}
-
-# set_knobs DELAY_US TARGET_INTR_RATE HARDIRQ_PERCENT
-set_knobs()
-{
-	# delay_us last: the restart at delay_us comes with the final values.
-	echo "$2" > "$MOD_DIR/target_intr_rate"
-	echo "$3" > "$MOD_DIR/hardirq_percent"
-	echo "$1" > "$MOD_DIR/delay_us"
+	switch_irqs "$sw" "$@"
 }
 
 # point DIR DEPTH [CPUS [WINDOW_CMD...]]: one fio run of BENCH_WARMUP +

@@ -54,6 +54,27 @@ virtio_irqs()
 		sub(":", "", $1); print $1 }' /proc/interrupts
 }
 
+# set_knobs DELAY_US TARGET_INTR_RATE HARDIRQ_PERCENT: GSIM's settings, in
+# $MOD_DIR (the irq_moderation selftests' lib.sh, which the caller sources).
+set_knobs()
+{
+	# delay_us last: the restart at delay_us comes with the final values.
+	echo "$2" > "$MOD_DIR/target_intr_rate"
+	echo "$3" > "$MOD_DIR/hardirq_percent"
+	echo "$1" > "$MOD_DIR/delay_us"
+}
+
+# switch_irqs on|off IRQ...: the per-interrupt moderation switches.
+switch_irqs()
+{
+	local sw=$1 irq
+	shift
+
+	for irq in "$@"; do
+		echo "$sw" > "/proc/irq/$irq/soft_moderation"
+	done
+}
+
 # pin_irqs CPU IRQ...: route interrupts to one CPU.
 pin_irqs()
 {

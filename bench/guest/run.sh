@@ -45,11 +45,12 @@ watchdog &
 watchdog_pid=$!
 trap 'kill "$watchdog_pid" 2>/dev/null || true' EXIT
 rc=0
-for part in ${BENCH_PARTS:-rr mc gsim}; do
+for part in ${BENCH_PARTS:-rr mc gsim flood}; do
 	case "$part" in
 	rr)	"$here/rr.sh" "$tree" "$tools" "$out/rr" ;;
 	mc)	"$here/rr.sh" "$tree" "$tools" "$out/mc" memcached ;;
 	gsim)	"$here/gsim.sh" "$tree" "$tools" "$out/gsim" ;;
+	flood)	"$here/flood.sh" "$tree" "$tools" "$out/flood" ;;
 	*)	echo "unknown part $part" >&2; false ;;
 	esac 2>&1 | tee "$out/$part.log" || rc=1
 done

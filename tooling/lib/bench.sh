@@ -11,26 +11,36 @@ KDEV_BENCH_APT_PACKAGES=(python3-matplotlib)	# only the benchmark needs them
 
 # bench_params QUICK: the guest's settings (see bench/guest/*.sh), as
 # NAME=VALUE words for env(1); BENCH_PARTS from the environment narrows the
-# parts that run (rr, mc, gsim). The full run takes about 40 minutes of
-# guest time on 2 cores, the quick one about 10.
+# parts that run (rr, mc, gsim, flood). The full run takes about 57 minutes
+# of guest time on 2 cores, the quick one about 16.
 bench_params()
 {
 	[ -z "${BENCH_PARTS:-}" ] || printf 'BENCH_PARTS=%s\n' "$BENCH_PARTS"
 	if [ "$1" = 1 ]; then
 		printf '%s\n' BENCH_REPS=2 BENCH_SECS=2 BENCH_WARMUP=0.5 \
-			BENCH_LOADS=50 "BENCH_XS=50 200" "BENCH_DEPTHS=1 128"
+			BENCH_LOADS=50 "BENCH_XS=50 200" "BENCH_DEPTHS=1 128" \
+			BENCH_FLOOD_RUNGS=4
 	else
 		printf '%s\n' BENCH_REPS=3 BENCH_SECS=5 BENCH_WARMUP=1 \
-			"BENCH_LOADS=25 50 75" "BENCH_XS=50 200" "BENCH_DEPTHS=1 8 128"
+			"BENCH_LOADS=25 50 75" "BENCH_XS=50 200" "BENCH_DEPTHS=1 8 128" \
+			BENCH_FLOOD_RUNGS=5
 	fi
 }
 
-# bench_tools OUT: build the load tools and libepoll-timeout.so into
-# OUT/bench-tools, and user/'s preload library into OUT/user; the guest
-# runs them from there (it shares the host's root).
+# The GSIM flood's programs, from the irq_moderation selftests of the tree
+# the benchmark boots: flood_guest runs in the guest, ivshmem_flood on the
+# host (guest_vng starts it, from KDEV_FLOOD_PROG). The bench kernel is
+# built without kselftests, so bench_tools builds the two itself, with the
+# selftest's flags and the host's UAPI headers (vfio no-IOMMU is old).
+KDEV_BENCH_FLOOD_SRC=tools/testing/selftests/irq_moderation
+
+# bench_tools OUT TREE: build the load tools and libepoll-timeout.so into
+# OUT/bench-tools, the GSIM flood's programs from TREE there too, and
+# user/'s preload library into OUT/user; the guest runs them from there
+# (it shares the host's root).
 bench_tools()
 {
-	local out=$1/bench-tools t
+	local out=$1/bench-tools src=$2/$KDEV_BENCH_FLOOD_SRC t
 
 	mkdir -p "$out"
 	for t in rr_server rr_client cpu_spin; do
@@ -40,6 +50,11 @@ bench_tools()
 	gcc -O2 -Wall -Wextra -Werror -shared -fPIC -o "$out/libepoll-timeout.so" \
 		"$KDEV_BENCH/tools/epoll_timeout.c" -ldl ||
 		die "cannot build bench/tools/epoll_timeout.c"
+	# Not -Werror: the sources are the series', built as its Makefile does
+	gcc -O2 -Wall -o "$out/flood_guest" "$src/flood_guest.c" -lpthread ||
+		die "cannot build $src/flood_guest.c"
+	gcc -O2 -Wall -o "$out/ivshmem_flood" "$src/ivshmem_flood.c" ||
+		die "cannot build $src/ivshmem_flood.c"
 	make -B -s -C "$KDEV_ROOT/user" O="$1/user" >&2 || die "cannot build user/"
 	printf '%s\n' "$out"
 }
@@ -154,7 +169,7 @@ cmd_bench()
 	series_build_tree
 	log "base: $BASE_PACKAGE $(base_version), $(series_patches | wc -l) patches"
 	out=$(build_kernel "$KDEV_BUILD_TREE" bench)
-	tools=$(bench_tools "$out")
+	tools=$(bench_tools "$out" "$KDEV_BUILD_TREE")
 	raw=$out/bench-run
 	rm -rf "$raw"
 	mkdir -p "$raw"
@@ -164,6 +179,7 @@ cmd_bench()
 	bench_host_watch "$raw" &
 	host_watch=$!
 	KDEV_QEMU_OPTS_FILE=$KDEV_BENCH/qemu-opts KDEV_GUEST_TIMEOUT=3600 \
+		KDEV_FLOOD_PROG=$tools/ivshmem_flood \
 		guest_exec "$out" "$raw" "$raw/console.log" env "${params[@]}" \
 		BENCH_MEMCACHED="$KDEV_GUEST_PROGRAMS/usr/bin/memcached" \
 		BENCH_PRELOAD_LIB="$out/user/libepoll-busy-poll.so" \

@@ -119,14 +119,23 @@ guest_accel()
 
 # The GSIM flood (../shared/GSIM-FLOOD.md): an ivshmem-doorbell device on
 # a socket chardev with the id gsim-flood. Its server is a host process,
-# ivshmem_flood from the kselftests of the kernel that boots, which hands
-# QEMU the shared memory and an eventfd per MSI-X vector and rings the
-# vectors at the rate the guest asks for. QEMU reads the server's set-up
-# when it creates the device, so the server listens before QEMU starts;
-# it ends when QEMU closes the socket. Without the program (kselftests not
-# built), the device is left out of the guest.
+# ivshmem_flood from the kselftests of the kernel that boots (or
+# KDEV_FLOOD_PROG: the benchmark's kernel has no kselftests, and
+# bench_tools builds its own), which hands QEMU the shared memory and an
+# eventfd per MSI-X vector and rings the vectors at the rate the guest asks
+# for. QEMU reads the server's set-up when it creates the device, so the
+# server listens before QEMU starts; it ends when QEMU closes the socket.
+# Without the program (kselftests not built), the device is left out of
+# the guest.
 KDEV_FLOOD_CHARDEV=gsim-flood
 KDEV_FLOOD_START_TIMEOUT=10
+
+# guest_flood_prog OUT: the flood's server for the kernel in build
+# directory OUT
+guest_flood_prog()
+{
+	printf '%s\n' "${KDEV_FLOOD_PROG:-$1/kselftest_install/irq_moderation/ivshmem_flood}"
+}
 
 # guest_flood_socket QEMU_OPTS: the socket path of the flood's chardev
 guest_flood_socket()
@@ -150,13 +159,14 @@ guest_flood_drop()
 	    -e "s/-device ivshmem-doorbell,[^ ]*chardev=${KDEV_FLOOD_CHARDEV}[^ ]* *//" <<< "$1"
 }
 
-# guest_flood_start OUT SOCKET VECTORS: start the flooder of OUT's
-# kselftests on SOCKET, in the background, its output in SOCKET.log, and
-# wait until it listens; sets GUEST_FLOOD_PID
+# guest_flood_start OUT SOCKET VECTORS: start the flooder for OUT's kernel
+# (guest_flood_prog) on SOCKET, in the background, its output in
+# SOCKET.log, and wait until it listens; sets GUEST_FLOOD_PID
 guest_flood_start()
 {
-	local prog=$1/kselftest_install/irq_moderation/ivshmem_flood sock=$2 i
+	local prog sock=$2 i
 
+	prog=$(guest_flood_prog "$1")
 	mkdir -p "$(dirname "$sock")"
 	rm -f "$sock"
 	"$prog" "$sock" "$3" > "$sock.log" 2>&1 &
@@ -191,9 +201,8 @@ guest_vng()
 			die "cannot create the guest's taps ${taps[*]}"
 	fi
 	sock=$(guest_flood_socket "$qopts")
-	if [ -n "$sock" ] &&
-	   [ ! -x "$out/kselftest_install/irq_moderation/ivshmem_flood" ]; then
-		warn "no ivshmem_flood in $out/kselftest_install: the guest has no GSIM flood device"
+	if [ -n "$sock" ] && [ ! -x "$(guest_flood_prog "$out")" ]; then
+		warn "no $(guest_flood_prog "$out"): the guest has no GSIM flood device"
 		qopts=$(guest_flood_drop "$qopts")
 	elif [ -n "$sock" ]; then
 		guest_flood_start "$out" "$sock" "$(guest_flood_vectors "$qopts")" ||
