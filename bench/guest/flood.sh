@@ -149,16 +149,17 @@ flood()
 	ask flood "$1" "$FLOOD_MASK" 0
 }
 
-# cleanup: on exit, the host stops, flood_guest quits, moderation is off
+# cleanup: on exit, the host stops, moderation is off, flood_guest quits;
+# the switches first, as the vectors' IRQs go away with flood_guest
 cleanup()
 {
+	[ -z "${FLOOD_PID:-}" ] || flood 0 || true
+	set_knobs 0 0 0
+	[ "${#flood_irqs[@]}" = 0 ] || switch_irqs off "${flood_irqs[@]}" || true
 	if [ -n "${FLOOD_PID:-}" ]; then
-		flood 0 || true
 		{ echo quit >&"${FLOOD[1]}"; } 2> /dev/null || true
 		wait "$FLOOD_PID" 2> /dev/null || true
 	fi
-	set_knobs 0 0 0
-	[ "${#flood_irqs[@]}" = 0 ] || switch_irqs off "${flood_irqs[@]}"
 }
 
 # set_mode MODE: GSIM's settings and the flood vectors' switches for a
