@@ -520,7 +520,7 @@ ns_add()
 # (operation "add"); NSIM_DEV is its netdev, once it appeared
 nsim_new()
 {
-	local id=$1 n m t0=$SECONDS
+	local id=$1 n m t0
 
 	# Recorded first: the teardown deletes what may exist
 	echo "$id" >> "$NSIM_IDS"
@@ -528,7 +528,9 @@ nsim_new()
 	write_op add OK "$NSIM_BUS/new_device" "$id 1 $2"
 	[ "$WR" = OK ] || return 1
 	# The port's netdev may appear later, from a workqueue, and udev
-	# may rename it once it did: wait for both
+	# may rename it once it did: wait for both. The write itself is
+	# bounded on its own: it may wait that long for a CPU hotplug.
+	t0=$SECONDS
 	while [ $((SECONDS - t0)) -lt 30 ]; do
 		for n in "$NSIM_BUS/devices/netdevsim$id/net"/*; do
 			[ -e "$n" ] || continue
