@@ -139,7 +139,7 @@ declare -A KNOB_MAX=([delay_us]=500 [target_intr_rate]=50000000
 		     [hardirq_percent]=100 [update_ms]=100 [scale_cpus]=1000)
 declare -A KNOB_DEFAULT=([delay_us]=0 [target_intr_rate]=0
 			 [hardirq_percent]=0 [update_ms]=5 [scale_cpus]=150)
-STATS_HEADER="cpu global_rate local_rate active_cpus hardirq_percent delay_ns rate_high time_high timers deferred replayed held empty off_rate handled"
+STATS_HEADER="cpu global_rate local_rate active_cpus hardirq_percent delay_ns rate_high time_high timers deferred replayed held empty off_rate handled lapsed"
 
 WORKERS=(netlink epoll receivers reconfig gsim hotplug)
 WORKER_PIDS=()

@@ -231,7 +231,14 @@ guest_vng()
 # the boot out of the dmesg the run saves. CMD goes to the guest in a file
 # of RESULTS: virtme-ng passes --exec on the kernel command line, whose
 # 2048 bytes a long list of tests and paths overflowed (the init= after it
-# was cut, and the guest panicked).
+# was cut, and the guest panicked). tsc=reliable: under TCG the clocksource
+# watchdog takes a descheduled vCPU for a slow TSC read ("excessive
+# read-back delay of 531530ns", 850 s into a run) and marks the TSC
+# unstable; the guest then reads the HPET for every clock read, an exit
+# each, which slowed the GSIM flood by half, and turns off IRQ time
+# accounting, which hardirq_percent and its tests need. QEMU derives the
+# guest's TSC from the host's clock: it is monotonic and the same on every
+# vCPU.
 guest_exec()
 {
 	local out=$1 results=$2 console=$3 rc=0
@@ -241,7 +248,7 @@ guest_exec()
 	# timeout(1) needs a program, not a shell function: re-enter kdev.
 	timeout -k 30 "$KDEV_GUEST_TIMEOUT" \
 		"$KDEV_ROOT/kdev" __vng "$out" --verbose \
-		--append log_buf_len=16M \
+		--append log_buf_len=16M --append tsc=reliable \
 		--rwdir="$KDEV_GUEST_RESULTS=$results" \
 		--exec "bash $KDEV_GUEST_RESULTS/guest-command.sh" \
 		< /dev/null > "$console" 2>&1 || rc=$?
