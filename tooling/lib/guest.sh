@@ -235,8 +235,8 @@ guest_vng()
 # watchdog takes a descheduled vCPU for a slow TSC read ("excessive
 # read-back delay of 531530ns", 850 s into a run) and marks the TSC
 # unstable; the guest then reads the HPET for every clock read, an exit
-# each, which slowed the GSIM flood by half, and turns off IRQ time
-# accounting, which hardirq_percent and its tests need. QEMU derives the
+# each, and turns off IRQ time accounting, which hardirq_percent and its
+# tests need. QEMU derives the
 # guest's TSC from the host's clock: it is monotonic and the same on every
 # vCPU.
 guest_exec()
