@@ -1069,7 +1069,7 @@ def main():
                    "per disk interrupt (an interrupt completes more I/Os at deeper "
                    "queues, so compare it within one iodepth). delay: the mean over the "
                    "CPUs of delay_ns in soft_moderation/stats at the end of the "
-                   "window (adaptive changes it by up to 1/8 or 1/16 per 5 ms epoch).", "",
+                   "window (adaptive changes it by up to 1/8 per 5 ms epoch).", "",
                    table, "Ratios (medians):", "", summary,
                    "![GSIM](gsim.png)", ""]
         if protect:
