@@ -846,11 +846,16 @@ def flood_drop_lines(meta, drop):
         if not (a and o):
             continue
         r = med_ratio(a, o, "intr_s")
+        if not (a["timer_s"]["median"] or a["held_s"]["median"]):
+            # Nothing moderated: a difference from off is the load's noise
+            verdict = "no window, nothing held back: moderation off"
+        else:
+            verdict = "above off" if r > 1 else "not above off"
         lines.append(f"- load drop ({meta['peak_offered']}/s offered to "
                      f"{meta['drop_rate']}/s), {what}: adaptive "
                      f"{rate_cell(a['intr_s'])} against off "
                      f"{rate_cell(o['intr_s'])} = {r:.2f} of off "
-                     f"({'above' if r > 1 else 'not above'} off), timers "
+                     f"({verdict}), timers "
                      f"{a['timer_s']['median']:.0f}/s, held back "
                      f"{a['held_s']['median']:.0f}/s" +
                      (f"; adaptive's delay at the drop "

@@ -157,7 +157,10 @@ cleanup()
 	set_knobs 0 0 0
 	[ "${#flood_irqs[@]}" = 0 ] || switch_irqs off "${flood_irqs[@]}" || true
 	if [ -n "${FLOOD_PID:-}" ]; then
-		{ echo quit >&"${FLOOD[1]}"; } 2> /dev/null || true
+		# FLOOD is unset once flood_guest exited: under set -u its
+		# expansion would fail the trap, and the run with it
+		[ -z "${FLOOD[1]:-}" ] ||
+			{ echo quit >&"${FLOOD[1]}"; } 2> /dev/null || true
 		wait "$FLOOD_PID" 2> /dev/null || true
 	fi
 }
