@@ -2,7 +2,8 @@
 # Runs inside the guest: the selected kselftests through the kernel's own
 # run_kselftest.sh, the tests of user/, the stress run
 # (KDEV_STRESS_MINUTES, if not 0), then a copy of the kernel log (KUnit
-# reports there).
+# reports there). Each test's output also goes, line by line with the
+# guest's uptime, to a .times file beside its KTAP file.
 #
 # usage: run-tests.sh RESULTS_DIR KSELFTEST_INSTALL_DIR collection:test...
 #
@@ -46,6 +47,20 @@ ksft_timeout()
 	echo "${t:-45}"
 }
 
+# follow FILE TIMES PID: until PID has ended, each line FILE gets, into
+# TIMES after the guest's uptime in seconds (as in the kernel log), so
+# that a run shows where each test spends its time
+follow()
+{
+	local line up
+
+	tail -n +1 -F --pid="$3" "$1" 2> /dev/null |
+		while IFS= read -r line; do
+			read -r up _ < /proc/uptime
+			printf '%6d %s\n' "${up%.*}" "$line"
+		done > "$2"
+}
+
 # One run_kselftest.sh per test, each into a KTAP file of its own. The
 # runner writes a test's own output through a buffered filter to
 # /dev/stdout, which does not reliably reach a redirected stdout here, so
@@ -60,8 +75,12 @@ for t in "$@"; do
 	[ "$(ksft_timeout "${t%%:*}")" -ge "$min_timeout" ] ||
 		timeout_opt=(-o "$min_timeout")
 	rm -f "/tmp/${t##*:}"
-	(cd "$ksft" && ./run_kselftest.sh -p "${timeout_opt[@]}" -t "$t") \
-		> "$out" 2>&1
+	# PYTHONUNBUFFERED: python tests print as they go, for follow
+	(cd "$ksft" && PYTHONUNBUFFERED=1 ./run_kselftest.sh -p \
+		"${timeout_opt[@]}" -t "$t") > "$out" 2>&1 &
+	pid=$!
+	follow "/tmp/${t##*:}" "${out%.ktap}.times" "$pid"
+	wait "$pid"
 	cat "/tmp/${t##*:}" >> "$out" 2>/dev/null
 done
 echo "kdev-guest: kselftests done"
@@ -71,10 +90,13 @@ echo "kdev-guest: kselftests done"
 # as "selftests: COLLECTION: NAME" from its exit status (4: skipped).
 run_wrapped()
 {
-	local out=$1 coll=$2 name=$3 limit=$4 rc=0
+	local out=$1 coll=$2 name=$3 limit=$4 rc=0 pid
 	shift 4
 
-	timeout -k 30 "$limit" "$@" < /dev/null > "$out.log" 2>&1 || rc=$?
+	timeout -k 30 "$limit" "$@" < /dev/null > "$out.log" 2>&1 &
+	pid=$!
+	follow "$out.log" "${out%.ktap}.times" "$pid"
+	wait "$pid" || rc=$?
 	sed 's/^/# /' "$out.log" > "$out"
 	rm -f "$out.log"
 	case $rc in

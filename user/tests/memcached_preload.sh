@@ -15,14 +15,14 @@
 # NAPI is suspended its timer is armed with irq-suspend-timeout, otherwise
 # with gro-flush-timeout at most. Deferral is switched off on every other
 # NAPI and config slot of both NICs, so the server queue's NAPI is the
-# only one with a timer. The pending NAPI timers are sampled from
-# /proc/timer_list during the load: without the library the deferral
-# timer must be seen (the samples see that NAPI) and no timer with more
-# than SUSPEND_SEEN_NS left; with it, such timers must be seen, and
-# memcached must have the library mapped. memcached suspends after each epoll_wait() that returns events
-# and resumes at the next that finds none, so the long timer is pending
-# while it handles a batch of requests: a sizeable share of the time
-# under this load.
+# only one with a timer. Every arming of a NAPI timer during the load is
+# counted with the timer:hrtimer_start trace event: without the library
+# the deferral timer must be armed and never one for more than
+# SUSPEND_SEEN_NS; with it, memcached must have the library mapped and
+# the NAPI must be armed with irq-suspend-timeout. memcached suspends
+# after each epoll_wait() that returns events and resumes at the next
+# that finds none. Counting arms, not sampling pending timers, cannot
+# miss a 2 ms deferral timer on a slow guest.
 #
 # usage: memcached_preload.sh (env: USER_BUILD, the build directory of
 # user/; KSFT_DIR, an installed kselftest tree with net/; VIRTIO_NET_NICS)
@@ -55,6 +55,9 @@ setup()
 	# ./kdev test builds it: missing is a build failure
 	[ -f "$LIB" ] || ktap_exit_fail_msg "$LIB not built"
 	[ -r /proc/timer_list ] || skip_all "/proc/timer_list not available"
+	trace_save
+	[ "$HAVE_TRACE" = 1 ] ||
+		skip_all "no timer:hrtimer_start trace event to count NAPI timers with"
 	bp_tmpdir || return 1
 	pair_setup || return 1
 	pair_napi_set "\"defer-hard-irqs\": $DEFER_HARD_IRQS, \"gro-flush-timeout\": $GRO_FLUSH_TIMEOUT, \"irq-suspend-timeout\": $IRQ_SUSPEND_TIMEOUT"
@@ -62,13 +65,13 @@ setup()
 
 # serve NAME [LD_PRELOAD value]: memcached with one worker thread (one
 # epoll instance for the connections) in the server namespace, and the
-# load from the client namespace; meanwhile the longest NAPI timer left is
-# sampled. Sets SEEN (samples with a timer above SUSPEND_SEEN_NS),
-# DEFERRED (samples with a timer of at most GRO_FLUSH_TIMEOUT), SAMPLES,
-# OPS and MAPPED (1 if memcached had the library mapped).
+# load from the client namespace, during which NAPI timer arms are
+# traced. Sets SEEN (arms for more than SUSPEND_SEEN_NS), DEFERRED (arms
+# for at most GRO_FLUSH_TIMEOUT), OPS and MAPPED (1 if memcached had the
+# library mapped).
 serve()
 {
-	local name=$1 preload=${2:-} pid load left rc=0
+	local name=$1 preload=${2:-} pid load rc=0
 
 	ip netns exec "$NSSV" env ${preload:+LD_PRELOAD="$preload"} memcached \
 		-u root -t 1 -U 0 -l "$SV_ADDR" -p "$PORT" \
@@ -80,29 +83,21 @@ serve()
 		kill "$pid"
 		return 1
 	fi
+	trace_timers_start
 	ip netns exec "$NSCL" timeout 300 python3 "$LOAD" "$SV_ADDR" "$PORT" \
 		"$LOAD_SECONDS" "$LOAD_CONNS" "$LOAD_DEPTH" > "$tmpdir/$name.load" 2>&1 &
 	load=$!
 	MAPPED=0
 	grep -qF "${LIB##*/}" /proc/"$pid"/maps 2>/dev/null && MAPPED=1
-	SEEN=0
-	DEFERRED=0
-	SAMPLES=0
-	while kill -0 "$load" 2>/dev/null; do
-		left=$(napi_timer_left)
-		SAMPLES=$((SAMPLES + 1))
-		[ "$left" -gt "$SUSPEND_SEEN_NS" ] && SEEN=$((SEEN + 1))
-		[ "$left" -gt 0 ] && [ "$left" -le "$GRO_FLUSH_TIMEOUT" ] &&
-			DEFERRED=$((DEFERRED + 1))
-		nap 0.05
-	done
 	wait "$load" || rc=1
+	DEFERRED=$(trace_timers_stop 1 "$GRO_FLUSH_TIMEOUT")
+	SEEN=$(trace_timers_stop "$SUSPEND_SEEN_NS")
 	OPS=$(awk '/^ops/ { print $2 }' "$tmpdir/$name.load")
 	kill "$pid"
 	wait "$pid"
-	ktap_print_msg "$name: $(cat "$tmpdir/$name.load"); of $SAMPLES samples" \
-		"$SEEN with a NAPI timer above $SUSPEND_SEEN_NS ns, $DEFERRED with" \
-		"one of at most $GRO_FLUSH_TIMEOUT ns; library mapped: $MAPPED"
+	ktap_print_msg "$name: $(cat "$tmpdir/$name.load"); NAPI timer" \
+		"armed $SEEN times for more than $SUSPEND_SEEN_NS ns, $DEFERRED" \
+		"times for at most $GRO_FLUSH_TIMEOUT ns; library mapped: $MAPPED"
 	[ -s "$tmpdir/$name.log" ] && ktap_print_msg "$name: memcached said: $(head -c 300 "$tmpdir/$name.log")"
 	if [ "$rc" != 0 ] || [ -z "$OPS" ] || [ "$OPS" -eq 0 ]; then
 		ktap_print_msg "$name: the load failed or got no reply"
@@ -115,7 +110,7 @@ memcached_without_library()
 	napi_timers_idle || return 1
 	serve plain || return 1
 	[ "$DEFERRED" -gt 0 ] ||
-		{ ktap_print_msg "the server NAPI's deferral timer was never seen"; return 1; }
+		{ ktap_print_msg "the server NAPI's deferral timer was never armed"; return 1; }
 	[ "$SEEN" -eq 0 ] ||
 		{ ktap_print_msg "a timer above $SUSPEND_SEEN_NS ns without the library"; return 1; }
 }
@@ -126,11 +121,17 @@ memcached_preload()
 	serve preload "$LIB" || return 1
 	[ "$MAPPED" = 1 ] || { ktap_print_msg "memcached did not load $LIB"; return 1; }
 	[ "$SEEN" -gt 0 ] ||
-		{ ktap_print_msg "no suspension seen in $SAMPLES samples"; return 1; }
+		{ ktap_print_msg "the NAPI was never armed with irq-suspend-timeout"; return 1; }
 }
 
 ktap_print_header
-trap pair_cleanup EXIT
+cleanup()
+{
+	trace_restore
+	pair_cleanup
+}
+
+trap cleanup EXIT
 setup || ktap_exit_fail_msg "set-up failed"
 ktap_set_plan 2
 ktap_test_result memcached_without_library memcached_without_library
