@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """Stress worker: epoll busy-poll parameters and IRQ suspension.
 
-usage: stress_epoll.py --ksft-dir DIR --counts FILE --stop FILE
+usage: stress_epoll.py --ksft-dir DIR --counts FILE --stop FILE [--ready FILE]
                        --server-ns NS --client-ns NS --addr ADDR --port PORT
 
 The process listens on ADDR:PORT in the server namespace and connects to
@@ -438,10 +438,12 @@ def main():
                 "--client-ns", "--addr"):
         ap.add_argument(opt, required=True)
     ap.add_argument("--port", type=int, required=True)
+    ap.add_argument("--ready", help="file made once set up")
     args = ap.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
 
     worker = EpollWorker(args)
+    sl.ready(args.ready)
     try:
         worker.run()
         worker.close()

@@ -122,6 +122,13 @@ class Counters:
             pass    # the next flush writes it all
 
 
+def ready(path):
+    """Make the file that tells stress.sh this worker is set up."""
+    if path:
+        with open(path, "w", encoding="ascii"):
+            pass
+
+
 def _setns(fd):
     if _libc.setns(fd, CLONE_NEWNET):
         err = ctypes.get_errno()

@@ -3,7 +3,7 @@
 """Stress worker: napi-set, napi-get and queue-get over netdev netlink.
 
 usage: stress_netlink.py --ksft-dir DIR --counts FILE --stop FILE
-                         [--faults SHARE] --ns NS:MODE...
+                         [--ready FILE] [--faults SHARE] --ns NS:MODE...
 
 Until the stop file exists, one request after another, each in one of the
 network namespaces NS ("-": this process's own), through the YNL library
@@ -304,6 +304,7 @@ def main():
     ap.add_argument("--ksft-dir", required=True)
     ap.add_argument("--counts", required=True)
     ap.add_argument("--stop", required=True)
+    ap.add_argument("--ready", help="file made once set up")
     ap.add_argument("--faults", type=float, default=0.0,
                     help="share of send and receive calls faulted")
     ap.add_argument("--ns", action="append", required=True,
@@ -319,6 +320,7 @@ def main():
             worker.napi_dump(space, worker.token(), whole=True)
         if worker.faults:
             worker.faults.share = args.faults
+        sl.ready(args.ready)
         worker.run()
     finally:
         worker.ctr.flush(force=True)
