@@ -10,7 +10,8 @@
 # fail_page_alloc make allocations fail inside the netlink requests and
 # the procfs and debugfs writes of some of the workers.
 #
-# For MINUTES minutes, these workers run at once, each counting its
+# For MINUTES minutes, these workers run at once (the python ones start
+# first, and the minutes count once they have set up), each counting its
 # operations and their outcomes (format: stress_lib.py):
 #   netlink    stress_netlink.py: napi-set and napi-get with live, dead and
 #              never-existing NAPI IDs and valid and invalid values,
