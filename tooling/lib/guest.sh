@@ -243,15 +243,7 @@ guest_vng()
 # each, and turns off IRQ time accounting, which hardirq_percent and its
 # tests need. QEMU derives the
 # guest's TSC from the host's clock: it is monotonic and the same on every
-# vCPU. The root file system (the host's, over 9p, read-only) is mounted
-# with cache=loose, a later rootflags= replacing virtme-ng's: without a
-# cache every exec read its program and libraries from the host again.
-# Measured in one guest each: /bin/true 0.27-0.40 s instead of
-# 0.37-0.55 s, python3 -c pass 2.0 s (once cached) instead of 2.9 s, a ynl call
-# 16-18 s instead of 23-26 s. The host does not change those files while
-# a guest runs.
-GUEST_ROOTFLAGS=version=9p2000.L,trans=virtio,access=any,msize=524288,cache=loose
-
+# vCPU.
 guest_exec()
 {
 	local out=$1 results=$2 console=$3 rc=0
@@ -262,7 +254,6 @@ guest_exec()
 	timeout -k 30 "$KDEV_GUEST_TIMEOUT" \
 		"$KDEV_ROOT/kdev" __vng "$out" --verbose \
 		--append log_buf_len=16M --append tsc=reliable \
-		--append "rootflags=$GUEST_ROOTFLAGS" \
 		--rwdir="$KDEV_GUEST_RESULTS=$results" \
 		--exec "bash $KDEV_GUEST_RESULTS/guest-command.sh" \
 		< /dev/null > "$console" 2>&1 || rc=$?
